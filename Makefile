@@ -1,0 +1,48 @@
+# Attention, Step by Step: set-up, lab, tests, notebooks, benchmarks.
+# Everything lives in .venv; nothing is registered globally.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# One BLAS thread for the notebooks and the tests: their matrices are small,
+# and on a shared 2-core machine a second BLAS thread that spins while the
+# other core is busy makes small calls much slower (see benchmarks/README.md).
+# The benchmarks choose their thread counts themselves.
+THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+.PHONY: help setup lab test notebooks bench clean
+
+help:
+	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
+	@echo "make test       set up .venv and run the whole suite"
+	@echo "make notebooks  re-execute and re-save every notebook (reproducible)"
+	@echo "make bench      run the benchmarks (a few minutes)"
+	@echo "make clean      remove .venv and build output"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+	  { echo "Python 3.10 or newer is needed; found: $$($(PYTHON) --version)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(THREADS) $(BIN)/jupyter lab notebooks/00-index.ipynb
+
+test: $(STAMP)
+	$(THREADS) $(BIN)/python -m pytest
+
+notebooks: $(STAMP)
+	$(THREADS) $(BIN)/python tools/run_notebooks.py
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_threads.py
+	$(BIN)/python benchmarks/bench_attention.py
+
+clean:
+	rm -rf $(VENV) build test-artifacts *.egg-info

@@ -1,0 +1,33 @@
+"""Suite-wide settings: BLAS threads and the hypothesis profile.
+
+One BLAS thread for every test and every notebook kernel that nbval starts
+(the kernels inherit this process's environment): the matrices here are
+small, and a second, spinning BLAS thread makes small calls slower on a busy
+2-core machine. See benchmarks/README.md for the measurements.
+"""
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from threadpoolctl import threadpool_limits  # noqa: E402  (after the variables)
+
+threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is a test dependency; doctests run without it
+    pass
+else:
+    # "ci" (the default) is deterministic, so a run that passes passes again;
+    # HYPOTHESIS_PROFILE=explore searches with fresh random examples.
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        deadline=None,
+        max_examples=100,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile("explore", deadline=None, max_examples=1000)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

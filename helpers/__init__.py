@@ -1,0 +1,9 @@
+"""Helpers for "Attention, Step by Step": NumPy kernels, the documents' examples, plots and widgets.
+
+Modules
+-------
+attention : the vectorized NumPy kernels (softmax, masks, scaled dot-product attention)
+examples  : the documents' worked examples and printed figures, loaded from ``data/``
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,658 @@
+"""Scaled dot-product attention in NumPy.
+
+The kernels of the collection: ``softmax``, ``attention_scores``,
+``scaled_dot_product_attention`` and the masks, entropy and FLOP count around
+them. Every kernel is vectorized over the leading (batch, head) dimensions and
+over the rows; each has a slow ``_loop`` twin, written with plain Python loops,
+that the notebooks use to teach and the tests use as an independent reference.
+
+Conventions (the same as in the notebooks)::
+
+    q        (..., n, d_k)   n queries
+    k        (..., m, d_k)   m keys
+    v        (..., m, d_v)   m values, one per key
+    scores   (..., n, m)     q k^T * scale, before the softmax
+    weights  (..., n, m)     softmax of the scores over the keys (last axis)
+    out      (..., n, d_v)   weights @ v
+
+Masks are boolean and broadcast to ``(..., n, m)``; **True means "may attend"**
+(the meaning of a boolean ``attn_mask`` in PyTorch and of ``mask`` in flax).
+A query row with no allowed key gets all-zero weights and an all-zero output.
+
+Precision: float32 inputs give float32 results; every other input (integers,
+float16, float64) is computed in float64.
+
+This module imports NumPy only: no plotting, no widgets.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "softmax",
+    "softmax_loop",
+    "attention_scores",
+    "attention_scores_loop",
+    "scaled_dot_product_attention",
+    "scaled_dot_product_attention_loop",
+    "causal_mask",
+    "padding_mask",
+    "entropy",
+    "attention_flops",
+]
+
+
+# ---------------------------------------------------------------------------
+# Input checking (shared by the fast kernels and the loop references)
+# ---------------------------------------------------------------------------
+
+
+def _real_array(x, name):
+    """Return ``x`` as an ndarray of real numbers, or raise ValueError."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged lists and the like
+        raise ValueError(f"{name} must be an array of real numbers: {exc}") from None
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise ValueError(
+            f"{name} must hold real numbers (integer or float dtype): got dtype {arr.dtype}"
+        )
+    return arr
+
+
+def _float_dtype(*arrays):
+    """float32 when every array is float32, float64 otherwise."""
+    if all(a.dtype == np.float32 for a in arrays):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def _check_qkv(q, k, v):
+    q = _real_array(q, "q")
+    k = _real_array(k, "k")
+    arrays = [("q", q), ("k", k)]
+    if v is not None:
+        v = _real_array(v, "v")
+        arrays.append(("v", v))
+    for name, arr in arrays:
+        if arr.ndim < 2:
+            letters = {"q": "(..., n, d_k)", "k": "(..., m, d_k)", "v": "(..., m, d_v)"}
+            raise ValueError(
+                f"{name} must have at least 2 dimensions {letters[name]}: "
+                f"got {name}.shape={arr.shape}"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            "q and k must have the same last dimension d_k: "
+            f"got q.shape={q.shape}, k.shape={k.shape}"
+        )
+    if v is not None and k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            "k and v must have the same length m (one value per key): "
+            f"got k.shape={k.shape}, v.shape={v.shape}"
+        )
+    try:
+        batch = np.broadcast_shapes(*(arr.shape[:-2] for _, arr in arrays))
+    except ValueError:
+        shapes = ", ".join(f"{name}.shape={arr.shape}" for name, arr in arrays)
+        raise ValueError(
+            f"the leading (batch/head) dimensions of {', '.join(n for n, _ in arrays)} "
+            f"do not broadcast: got {shapes}"
+        ) from None
+    dtype = _float_dtype(*(arr for _, arr in arrays))
+    q = q.astype(dtype, copy=False)
+    k = k.astype(dtype, copy=False)
+    if v is not None:
+        v = v.astype(dtype, copy=False)
+    return q, k, v, batch, dtype
+
+
+def _real_scalar(value, name, rule):
+    """``value`` as a Python float if it is one real number, else ValueError."""
+    arr = np.asarray(value) if not isinstance(value, str) else None
+    if (
+        arr is None
+        or arr.ndim != 0
+        or arr.dtype == np.bool_
+        or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating))
+    ):
+        raise ValueError(f"{name} must be {rule}: got {value!r}")
+    return float(arr)
+
+
+def _check_scale(scale, d_k):
+    """Default ``1/sqrt(d_k)``; any finite real number is allowed."""
+    if scale is None:
+        return 1.0 / math.sqrt(d_k) if d_k > 0 else 1.0
+    rule = "a finite real number or None"
+    scale = _real_scalar(scale, "scale", rule)
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be {rule}: got {scale!r}")
+    return scale
+
+
+def _check_temperature(temperature):
+    rule = "a finite real number > 0"
+    t = _real_scalar(temperature, "temperature", rule)
+    if not (math.isfinite(t) and t > 0):
+        raise ValueError(f"temperature must be {rule}: got {t!r}")
+    return t
+
+
+def _check_mask(mask, n, m):
+    """Return ``mask`` as a boolean array whose last two axes broadcast to (n, m)."""
+    try:
+        arr = np.asarray(mask)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"mask must be a boolean array: {exc}") from None
+    if np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise ValueError(
+            f"mask must be boolean (True = may attend) or integer 0/1, got dtype {arr.dtype}: "
+            "a float mask is ambiguous (PyTorch adds float masks to the scores, while "
+            "0/1 masks select keys); pass mask.astype(bool), or add your float bias "
+            "to the scores yourself"
+        )
+    if arr.dtype != np.bool_:
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(
+                f"mask must be boolean (True = may attend) or integer 0/1: got dtype {arr.dtype}"
+            )
+        arr = arr != 0
+    tail = arr.shape[-2:] if arr.ndim >= 2 else (1,) * (2 - arr.ndim) + arr.shape
+    if any(t not in (1, s) for t, s in zip(tail, (n, m))):
+        raise ValueError(
+            f"mask must broadcast to the weights' shape (..., n, m) = (..., {n}, {m}): "
+            f"got mask.shape={arr.shape}"
+        )
+    return arr
+
+
+def _allowed(mask, causal, n, m):
+    """Combine ``mask`` and ``causal`` (by AND) into one boolean array, or None."""
+    allowed = None if mask is None else _check_mask(mask, n, m)
+    if causal:
+        tri = causal_mask(n, m)
+        allowed = tri if allowed is None else np.logical_and(allowed, tri)
+    return allowed
+
+
+def _full_batch(batch, allowed, shapes):
+    """Broadcast the q/k/v batch shape with the mask's leading dimensions."""
+    if allowed is None or allowed.ndim <= 2:
+        return batch
+    try:
+        return np.broadcast_shapes(batch, allowed.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            "mask must broadcast to the weights' shape (..., n, m): "
+            f"got mask.shape={allowed.shape} with {shapes}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------
+# Softmax
+# ---------------------------------------------------------------------------
+
+
+def softmax(x, axis=-1, temperature=1.0):
+    """Numerically stable softmax of ``x / temperature`` along ``axis``.
+
+    The largest entry along ``axis`` is subtracted before exponentiating (the
+    log-sum-exp trick), so logits of 1e5 or temperatures near 0 neither
+    overflow nor warn.
+
+    Parameters
+    ----------
+    x : array_like of real numbers, any shape
+        The logits (scores).
+    axis : int, tuple of int or None, default -1
+        Axis or axes to normalise over; None normalises over the whole array.
+    temperature : float, default 1.0
+        Finite and > 0. The logits are divided by it: large values flatten
+        the distribution towards uniform, small values sharpen it towards
+        the argmax.
+
+    Returns
+    -------
+    ndarray, same shape as ``x``
+        Non-negative and sums to 1 along ``axis``. Entries of ``-inf`` give
+        exact zeros; a slice that is ``-inf`` everywhere gives all zeros
+        (nothing to attend to) rather than NaN. float32 in, float32 out;
+        anything else is computed in float64.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not real-valued or ``temperature`` is not finite and > 0.
+
+    Examples
+    --------
+    >>> w = softmax([1.0, 2.0, 3.0])
+    >>> print(np.round(w, 4), round(w.sum(), 12))
+    [0.09   0.2447 0.6652] 1.0
+    >>> print(softmax([1e5, 0.0, -np.inf]))
+    [1. 0. 0.]
+    """
+    x = _real_array(x, "x")
+    t = _check_temperature(temperature)
+    x = x.astype(_float_dtype(x), copy=False)
+    if x.size == 0:
+        return np.zeros_like(x)
+    with np.errstate(invalid="ignore"):
+        e = x - np.max(x, axis=axis, keepdims=True)  # a new array: x is never modified
+    if not np.all(np.isfinite(e)):
+        # An all--inf slice makes -inf - -inf = nan: give it zeros instead.
+        e[np.isneginf(x) & np.isnan(e)] = -np.inf
+    with np.errstate(over="ignore", under="ignore"):
+        if t != 1.0:
+            e /= t  # (x - max) / t <= 0, so only underflow to -inf can happen
+        np.exp(e, out=e)
+    total = np.sum(e, axis=axis, keepdims=True)
+    np.divide(e, total, out=e, where=total > 0)  # rows summing to 0 stay 0
+    return e
+
+
+def softmax_loop(x, axis=-1, temperature=1.0):
+    """Softmax with explicit Python loops: the slow, obvious reference.
+
+    Same contract as :func:`softmax`: each 1-D slice along ``axis`` is shifted
+    by its maximum, exponentiated with ``math.exp`` and divided by its sum.
+
+    Examples
+    --------
+    >>> print(np.round(softmax_loop([[0.0, 1.0], [1.0, 1.0]]), 4))
+    [[0.2689 0.7311]
+     [0.5    0.5   ]]
+    """
+    x = _real_array(x, "x")
+    t = _check_temperature(temperature)
+    dtype = _float_dtype(x)
+    moved = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    out = np.zeros(moved.shape)
+    for idx in np.ndindex(moved.shape[:-1]):
+        row = [float(value) for value in moved[idx]]
+        if not row:
+            continue
+        top = max(row)
+        if top == -math.inf:  # nothing to attend to
+            continue
+        exps = [math.exp((value - top) / t) for value in row]
+        total = sum(exps)
+        out[idx] = [e / total for e in exps]
+    return np.moveaxis(out, -1, axis).astype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# Masks
+# ---------------------------------------------------------------------------
+
+
+def causal_mask(n, m=None):
+    """Boolean causal mask: query ``i`` may attend to keys ``0..i``.
+
+    Aligned at the top-left corner, also when ``n != m`` (as ``is_causal`` in
+    PyTorch's ``scaled_dot_product_attention``).
+
+    Parameters
+    ----------
+    n : int
+        Number of queries.
+    m : int, optional
+        Number of keys; defaults to ``n``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, m)
+        True where ``j <= i`` (may attend).
+
+    Examples
+    --------
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    m = n if m is None else m
+    for name, value in (("n", n), ("m", m)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer: got {value!r}")
+    return np.tri(int(n), int(m), dtype=bool)
+
+
+def padding_mask(valid_lengths, m):
+    """Boolean key-padding mask from the number of real (non-padding) keys.
+
+    Parameters
+    ----------
+    valid_lengths : int or array_like of int, shape (...)
+        How many leading keys of each sequence are real; each in ``0..m``.
+    m : int
+        Number of keys (the padded length).
+
+    Returns
+    -------
+    ndarray of bool, shape (..., 1, m)
+        True for keys ``j < valid_length`` (may attend). The axis of length 1
+        stands for the queries, so the mask broadcasts straight against
+        weights of shape ``(..., n, m)``.
+
+    Examples
+    --------
+    >>> padding_mask([2, 3], 4).astype(int)
+    array([[[1, 1, 0, 0]],
+    <BLANKLINE>
+           [[1, 1, 1, 0]]])
+    """
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral) or m < 0:
+        raise ValueError(f"m must be a non-negative integer: got {m!r}")
+    lengths = np.asarray(valid_lengths)
+    if not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError(
+            f"valid_lengths must be integers: got dtype {lengths.dtype}"
+        )
+    if lengths.size and (lengths.min() < 0 or lengths.max() > m):
+        raise ValueError(
+            f"valid_lengths must lie in 0..m = 0..{m}: got {lengths.tolist()}"
+        )
+    return np.arange(m) < lengths[..., np.newaxis, np.newaxis]
+
+
+# ---------------------------------------------------------------------------
+# Scores and attention
+# ---------------------------------------------------------------------------
+
+
+def attention_scores(q, k, mask=None, *, scale=None, causal=False):
+    """Scaled scores ``q k^T * scale``: the logits the softmax turns into weights.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n, d_k)
+    k : array_like, shape (..., m, d_k)
+    mask : array_like of bool or int, broadcastable to (..., n, m), optional
+        True (or nonzero) = may attend. Blocked entries are set to ``-inf``.
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_k)``. ``scale=1.0`` gives the raw dot products.
+    causal : bool, default False
+        Also block keys after the query (``j > i``), top-left aligned.
+
+    Returns
+    -------
+    scores : ndarray, shape (..., n, m)
+
+    Examples
+    --------
+    >>> q = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])
+    >>> attention_scores(q, q)          # d_k = 4: divided by sqrt(4) = 2
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    q, k, _, batch, dtype = _check_qkv(q, k, None)
+    n, d_k, m = q.shape[-2], q.shape[-1], k.shape[-2]
+    scale = _check_scale(scale, d_k)
+    allowed = _allowed(mask, causal, n, m)
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))  # (..., n, d_k) x (..., d_k, m) -> (..., n, m)
+    if scale != 1.0:
+        scores *= dtype.type(scale)
+    if allowed is not None:
+        full = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}") + (n, m)
+        if scores.shape != full:
+            scores = np.array(np.broadcast_to(scores, full))
+        np.copyto(scores, -np.inf, where=~allowed)
+    return scores
+
+
+def attention_scores_loop(q, k, mask=None, *, scale=None, causal=False):
+    """:func:`attention_scores` with Python loops over batch, queries and keys.
+
+    Examples
+    --------
+    >>> attention_scores_loop([[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]], scale=1.0)
+    array([[11., 17.]])
+    """
+    q, k, _, batch, dtype = _check_qkv(q, k, None)
+    n, d_k, m = q.shape[-2], q.shape[-1], k.shape[-2]
+    scale = _check_scale(scale, d_k)
+    allowed = _allowed(mask, causal, n, m)
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}")
+    qb = np.broadcast_to(q, batch + (n, d_k))
+    kb = np.broadcast_to(k, batch + (m, d_k))
+    ab = None if allowed is None else np.broadcast_to(allowed, batch + (n, m))
+    scores = np.empty(batch + (n, m))
+    for b in np.ndindex(batch):
+        for i in range(n):
+            for j in range(m):
+                if ab is not None and not ab[b + (i, j)]:
+                    scores[b + (i, j)] = -math.inf
+                    continue
+                dot = sum(float(a) * float(c) for a, c in zip(qb[b + (i,)], kb[b + (j,)]))
+                scores[b + (i, j)] = dot * scale
+    return scores.astype(dtype)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, causal=False):
+    """Scaled dot-product attention: ``softmax(q k^T * scale) v``.
+
+    Vectorized over the leading dimensions, the rows and the keys. The scores
+    are computed in place in the returned ``weights`` array, so no other
+    ``(..., n, m)`` temporary is allocated; for long sequences the work runs
+    over tiles of query rows (each tile covering every batch entry and head
+    at once) so that the softmax passes find their data in cache.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n, d_k)
+        Queries.
+    k : array_like, shape (..., m, d_k)
+        Keys.
+    v : array_like, shape (..., m, d_v)
+        Values, one per key. The leading dimensions of q, k, v (and of
+        ``mask``) broadcast against each other.
+    mask : array_like of bool, broadcastable to (..., n, m), optional
+        True = query ``i`` may attend to key ``j`` (as a boolean ``attn_mask``
+        in PyTorch). Integer 0/1 masks are read as booleans (0 = blocked);
+        float masks are rejected.
+    scale : float, optional
+        Multiplies the scores. Defaults to ``1 / sqrt(d_k)``; ``scale=1.0``
+        gives unscaled dot-product attention. Zero and negative values are
+        allowed; non-finite ones are not.
+    causal : bool, default False
+        Block keys after the query: query ``i`` sees keys ``0..i``, aligned at
+        the top-left also when ``n != m``. Combined with ``mask`` by AND.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+        ``weights @ v``.
+    weights : ndarray, shape (..., n, m)
+        Each row sums to 1, except a row with no allowed key, which is all
+        zeros (and so is its row of ``out``).
+
+    Raises
+    ------
+    ValueError
+        On mismatched d_k (q vs k) or m (k vs v), arrays of fewer than two
+        dimensions, non-numeric dtypes, a mask that does not broadcast or is
+        float, or a non-finite scale.
+
+    Examples
+    --------
+    The "cat sat" example of "AIAYN Part 2" (d_k = 4):
+
+    >>> q = k = np.array([[1, 0, 1, 0], [0, 1, 0, 1]])
+    >>> v = np.array([[2, 3], [5, 7]])
+    >>> out, weights = scaled_dot_product_attention(q, k, v)
+    >>> print(np.round(weights, 4))
+    [[0.7311 0.2689]
+     [0.2689 0.7311]]
+    >>> print(np.round(out, 4))
+    [[2.8068 4.0758]
+     [4.1932 5.9242]]
+    """
+    q, k, v, batch, dtype = _check_qkv(q, k, v)
+    n, d_k, m, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    scale = _check_scale(scale, d_k)
+    allowed = _allowed(mask, causal, n, m)
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    weights = np.empty(batch + (n, m), dtype)
+    out = np.empty(batch + (n, d_v), dtype)
+    if m == 0 or n == 0:
+        out.fill(0)
+        return out, weights
+
+    # Fold the scale into q: an (n, d_k) product instead of an (n, m) one.
+    q = q * dtype.type(scale) if scale != 1.0 else q
+    # A contiguous k^T: BLAS multiplies it about 2.5x faster than a transposed view.
+    k_t = np.ascontiguousarray(np.swapaxes(k, -1, -2))  # (..., d_k, m)
+    rows = _tile_rows(weights)
+    for start in range(0, n, rows):
+        # One tile of query rows for every batch entry and head at once; the
+        # tile's scores stay in cache through all the softmax passes below.
+        tile = slice(start, start + rows)
+        w = weights[..., tile, :]  # a view: the softmax happens in place
+        np.matmul(q[..., tile, :], k_t, out=w)  # (..., t, d_k) x (..., d_k, m) -> (..., t, m)
+        if allowed is not None:
+            np.copyto(w, -np.inf, where=~(allowed if allowed.shape[-2] == 1 else allowed[..., tile, :]))
+        _softmax_rows_inplace(w, masked=allowed is not None)
+        np.matmul(w, v, out=out[..., tile, :])  # (..., t, m) x (..., m, d_v) -> (..., t, d_v)
+    return out, weights
+
+
+# Query rows per tile: the scores of one tile (all batch entries and heads)
+# take about this many bytes, which keeps them in a 2-core machine's L2 cache.
+_TILE_BYTES = 1 << 20
+
+
+def _tile_rows(weights):
+    """Query rows per tile so that one tile of ``weights`` is about _TILE_BYTES."""
+    n, m = weights.shape[-2:]
+    per_row = max(1, weights.size // max(n, 1)) * weights.itemsize
+    return max(16, min(n, _TILE_BYTES // per_row))
+
+
+def _softmax_rows_inplace(w, masked):
+    """Softmax over the last axis of ``w``, in place; all -inf rows become 0."""
+    row_max = np.max(w, axis=-1, keepdims=True)  # (..., t, 1)
+    if masked:
+        row_max[np.isneginf(row_max)] = 0.0  # fully masked row: exp(-inf - 0) = 0
+    w -= row_max
+    np.exp(w, out=w)
+    total = np.sum(w, axis=-1, keepdims=True)  # (..., t, 1); 0 only for a fully masked row
+    np.divide(1.0, total, out=total, where=total > 0)
+    w *= total
+
+
+def scaled_dot_product_attention_loop(q, k, v, mask=None, *, scale=None, causal=False):
+    """:func:`scaled_dot_product_attention` with Python loops, step by step.
+
+    For every batch index and every query ``i``: the scores against the
+    allowed keys, their softmax, then the weighted sum of the values. Blocked
+    keys are simply left out of the sum. Slow on purpose; the fast kernel is
+    tested against it.
+
+    Examples
+    --------
+    >>> out, weights = scaled_dot_product_attention_loop(
+    ...     [[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [3.0]], scale=1.0)
+    >>> print(np.round(weights, 4), np.round(out, 4))
+    [[0.7311 0.2689]] [[1.5379]]
+    """
+    q, k, v, batch, dtype = _check_qkv(q, k, v)
+    n, d_k, m, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    scale = _check_scale(scale, d_k)
+    allowed = _allowed(mask, causal, n, m)
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    qb = np.broadcast_to(q, batch + (n, d_k))
+    kb = np.broadcast_to(k, batch + (m, d_k))
+    vb = np.broadcast_to(v, batch + (m, d_v))
+    ab = None if allowed is None else np.broadcast_to(allowed, batch + (n, m))
+    out = np.zeros(batch + (n, d_v))
+    weights = np.zeros(batch + (n, m))
+    for b in np.ndindex(batch):
+        for i in range(n):
+            keys = [j for j in range(m) if ab is None or ab[b + (i, j)]]
+            if not keys:
+                continue  # nothing to attend to: zeros
+            scores = [
+                scale * sum(float(a) * float(c) for a, c in zip(qb[b + (i,)], kb[b + (j,)]))
+                for j in keys
+            ]
+            top = max(scores)
+            exps = [math.exp(s - top) for s in scores]
+            total = sum(exps)
+            for j, e in zip(keys, exps):
+                weights[b + (i, j)] = e / total
+                for c in range(d_v):
+                    out[b + (i, c)] += e / total * float(vb[b + (j, c)])
+    return out.astype(dtype), weights.astype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# Read-outs
+# ---------------------------------------------------------------------------
+
+
+def entropy(weights, axis=-1):
+    """Shannon entropy of attention weights along ``axis``, in nats.
+
+    ``0 * log 0`` counts as 0, so blocked keys and all-zero rows add nothing.
+    A uniform row over ``m`` keys has entropy ``log(m)``; a one-hot row has 0.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., m)
+        Non-negative weights, normally summing to 1 along ``axis``.
+    axis : int, default -1
+
+    Returns
+    -------
+    ndarray, shape (...)
+        ``-sum(w * log(w))`` along ``axis``.
+
+    Examples
+    --------
+    >>> print(np.round(entropy([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]]), 4))
+    [1.3863 0.    ]
+    """
+    w = _real_array(weights, "weights")
+    w = w.astype(_float_dtype(w), copy=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0)
+    return 0.0 - np.sum(terms, axis=axis)  # 0.0 - 0.0 gives 0.0, not -0.0
+
+
+def attention_flops(n, m, d_k, d_v):
+    """Floating-point operations of the two matrix products of one attention head.
+
+    Convention: a multiply-add counts as **2** FLOPs, and only the two matrix
+    products are counted: ``q k^T`` costs ``2 n m d_k`` and ``weights @ v``
+    costs ``2 n m d_v``. The softmax (a handful of operations per score,
+    ``O(n m)``) is left out, as is usual in throughput figures. With
+    ``d_k = d_v = d`` this is the ``4 n m d`` used by the benchmarks.
+
+    Parameters
+    ----------
+    n, m, d_k, d_v : int
+        Queries, keys, key/query width, value width (all >= 0).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    Exercise 3 of "Section 5.2" (n = 1000, d = 512):
+
+    >>> attention_flops(1000, 1000, 512, 512)
+    2048000000
+    """
+    for name, value in (("n", n), ("m", m), ("d_k", d_k), ("d_v", d_v)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer: got {value!r}")
+    return 2 * int(n) * int(m) * (int(d_k) + int(d_v))

@@ -1,0 +1,66 @@
+"""The project's set-up files agree with each other."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _split(requirement):
+    """'numpy>=1.24; python_version < "3.11"' -> ('numpy', '>=1.24')."""
+    requirement = requirement.split(";")[0].strip()
+    match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(.*)", requirement)
+    assert match, f"cannot read the requirement {requirement!r}"
+    name, spec = match.groups()
+    return name.lower().replace("_", "-"), spec.replace(" ", "")
+
+
+def _pyproject_requirements():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        reqs.extend(extra)
+    return dict(_split(r) for r in reqs)
+
+
+def _conda_requirements():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = [d for d in env["dependencies"] if isinstance(d, str)]
+    return {name: spec for name, spec in map(_split, deps) if name not in {"python", "pip"}}
+
+
+def test_environment_yml_matches_pyproject():
+    assert _conda_requirements() == _pyproject_requirements()
+
+
+def test_environment_yml_uses_conda_forge_and_the_same_python():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert python == [f"python{requires}"]
+
+
+@pytest.mark.parametrize("name, spec", sorted(_pyproject_requirements().items()))
+def test_requirements_are_lower_bounds_not_pins(name, spec):
+    assert spec.startswith(">="), f"{name}{spec}: use a lower bound, not a pin"
+    assert "==" not in spec
+
+
+def test_readme_first_screen_gives_the_two_commands():
+    first_screen = "\n".join((ROOT / "README.md").read_text().splitlines()[:40])
+    assert "make lab" in first_screen and "make test" in first_screen
+
+
+def test_ci_runs_make_test():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", ci, re.MULTILINE)
