@@ -251,7 +251,12 @@ def softmax(x, axis=-1, temperature=1.0):
         e[np.isneginf(x) & np.isnan(e)] = -np.inf
     with np.errstate(over="ignore", under="ignore"):
         if t != 1.0:
-            e /= t  # (x - max) / t <= 0, so only underflow to -inf can happen
+            # (x - max) / t <= 0, so at worst it overflows to -inf (exp gives 0).
+            t_cast = e.dtype.type(t)
+            if 0 < t_cast < np.inf:
+                e /= t_cast
+            else:  # float32 cannot hold t (1e-300 -> 0): divide in float64
+                e[...] = e.astype(np.float64) / t
         np.exp(e, out=e)
     total = np.sum(e, axis=axis, keepdims=True)
     np.divide(e, total, out=e, where=total > 0)  # rows summing to 0 stay 0
@@ -273,19 +278,24 @@ def softmax_loop(x, axis=-1, temperature=1.0):
     x = _real_array(x, "x")
     t = _check_temperature(temperature)
     dtype = _float_dtype(x)
-    moved = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
-    out = np.zeros(moved.shape)
-    for idx in np.ndindex(moved.shape[:-1]):
-        row = [float(value) for value in moved[idx]]
-        if not row:
+    arr = np.asarray(x, dtype=np.float64)
+    axes = range(arr.ndim) if axis is None else (axis,) if np.ndim(axis) == 0 else axis
+    axes = [int(a) + arr.ndim if int(a) < 0 else int(a) for a in axes]
+    # Move the softmax axes to the end and flatten them into one: each row of
+    # `flat` is one distribution.
+    last = list(range(arr.ndim - len(axes), arr.ndim))
+    moved = np.moveaxis(arr, axes, last)
+    flat = moved.reshape(moved.shape[: arr.ndim - len(axes)] + (math.prod(moved.shape[len(moved.shape) - len(axes):]),))
+    out = np.zeros(flat.shape)
+    for idx in np.ndindex(flat.shape[:-1]):
+        row = [float(value) for value in flat[idx]]
+        if not row or max(row) == -math.inf:  # nothing to attend to: zeros
             continue
         top = max(row)
-        if top == -math.inf:  # nothing to attend to
-            continue
         exps = [math.exp((value - top) / t) for value in row]
         total = sum(exps)
         out[idx] = [e / total for e in exps]
-    return np.moveaxis(out, -1, axis).astype(dtype)
+    return np.moveaxis(out.reshape(moved.shape), last, axes).astype(dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -518,7 +528,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, causal=False
         w = weights[..., tile, :]  # a view: the softmax happens in place
         np.matmul(q[..., tile, :], k_t, out=w)  # (..., t, d_k) x (..., d_k, m) -> (..., t, m)
         if allowed is not None:
-            np.copyto(w, -np.inf, where=~(allowed if allowed.shape[-2] == 1 else allowed[..., tile, :]))
+            rows_of_mask = allowed if allowed.ndim < 2 or allowed.shape[-2] == 1 else allowed[..., tile, :]
+            np.copyto(w, -np.inf, where=~rows_of_mask)
         _softmax_rows_inplace(w, masked=allowed is not None)
         np.matmul(w, v, out=out[..., tile, :])  # (..., t, m) x (..., m, d_v) -> (..., t, d_v)
     return out, weights
