@@ -17,7 +17,7 @@ THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
-	@echo "make notebooks  re-execute and re-save every notebook (reproducible)"
+	@echo "make notebooks  regenerate navigation, re-execute and re-save every notebook"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make clean      remove .venv and build output"
 
@@ -38,6 +38,7 @@ test: $(STAMP)
 	$(THREADS) $(BIN)/python -m pytest
 
 notebooks: $(STAMP)
+	$(BIN)/python tools/navigation.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
 
 bench: $(STAMP)
