@@ -3,9 +3,10 @@
     python tools/navigation.py           rewrite the generated cells
     python tools/navigation.py --check   exit 1 (and list the files) if any is out of date
 
-Every numbered notebook ``notebooks/NN-*.ipynb`` starts and ends with a
-markdown cell tagged ``navigation``: previous | contents | next, each link
-named by the target's title (its first ``# `` heading). The index
+Every numbered notebook ``notebooks/NN-*.ipynb`` has a markdown cell tagged
+``navigation`` right after its title cell and another as its last cell:
+previous | contents | next, each link named by the target's title (its first
+``# `` heading). The index
 (``00-index.ipynb``) also has a cell tagged ``contents``: the list of all
 notebooks in order. The cells are created when missing and rewritten when
 stale; nothing else in a notebook is touched, so no re-execution is needed.
@@ -52,7 +53,7 @@ def nav_source(titles: dict[str, str], names: list[str], i: int) -> str:
     links = []
     if i > 0:
         links.append(f"[&larr; {titles[names[i - 1]]}]({names[i - 1]})")
-    if names[i] != INDEX:
+    if names[i] != INDEX and (i == 0 or names[i - 1] != INDEX):
         links.append(f"[Contents]({INDEX})")
     if i + 1 < len(names):
         links.append(f"[{titles[names[i + 1]]} &rarr;]({names[i + 1]})")
@@ -67,18 +68,27 @@ def contents_source(titles: dict[str, str], names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _set_cell(nb, position: str, tag: str, source: str) -> None:
-    """Put ``source`` into the first/last cell tagged ``tag``, creating it if missing."""
-    cells = nb.cells if position == "first" else nb.cells[::-1]
-    edge = cells[0] if cells else None
-    if edge is not None and _tagged(edge, tag):
-        edge.source = source
+def _set_cell(nb, position: str, source: str) -> None:
+    """Put ``source`` into the top or bottom navigation cell, creating it if missing.
+
+    The top one sits right after the title (the first cell stays the title, as
+    a reader and ../shared/tools/check_notebooks.py expect); the bottom one is
+    the last cell.
+    """
+    want = 1 if position == "top" else len(nb.cells) - 1
+    nearby = [1, 0] if position == "top" else [len(nb.cells) - 1]
+    found = next((i for i in nearby if 0 <= i < len(nb.cells) and _tagged(nb.cells[i], NAV_TAG)), None)
+    if found is not None and found == want:
+        nb.cells[found].source = source
         return
-    cell = new_markdown_cell(source, metadata={"tags": [tag]})
-    del cell["id"]  # give it a stable id from its place, not a random one
-    cell["id"] = f"{tag}-{position}"
-    if position == "first":
-        nb.cells.insert(0, cell)
+    if found is not None:
+        cell = nb.cells.pop(found)
+        cell.source = source
+    else:
+        cell = new_markdown_cell(source, metadata={"tags": [NAV_TAG]})
+        cell["id"] = f"{NAV_TAG}-{position}"  # a stable id, not a random one
+    if position == "top":
+        nb.cells.insert(1, cell)
     else:
         nb.cells.append(cell)
 
@@ -101,8 +111,8 @@ def updated(folder: Path = NOTEBOOKS) -> dict[Path, tuple[str, str]]:
     for i, path in enumerate(paths):
         old = path.read_text(encoding="utf-8")
         nb = books[path.name]
-        _set_cell(nb, "first", NAV_TAG, nav_source(titles, names, i))
-        _set_cell(nb, "last", NAV_TAG, nav_source(titles, names, i))
+        _set_cell(nb, "top", nav_source(titles, names, i))
+        _set_cell(nb, "bottom", nav_source(titles, names, i))
         if path.name == INDEX:
             _set_contents(nb, contents_source(titles, names))
         new = nbformat.writes(nb)

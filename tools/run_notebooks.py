@@ -29,6 +29,7 @@ def run(path: Path) -> None:
         kernel_name="python3",
         timeout=900,
         record_timing=False,  # no per-cell timestamps in the saved file
+        coalesce_streams=True,  # one stream output per cell, however the kernel split it
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
