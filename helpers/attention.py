@@ -57,9 +57,7 @@ def _real_array(x, name):
         arr = np.asarray(x)
     except (ValueError, TypeError) as exc:  # ragged lists and the like
         raise ValueError(f"{name} must be an array of real numbers: {exc}") from None
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
+    if arr.dtype.kind not in "iuf":  # signed, unsigned, float; not bool or complex
         raise ValueError(
             f"{name} must hold real numbers (integer or float dtype): got dtype {arr.dtype}"
         )
@@ -536,25 +534,27 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, causal=False
 
 
 # Query rows per tile: the scores of one tile (all batch entries and heads)
-# take about this many bytes, which keeps them in a 2-core machine's L2 cache.
-_TILE_BYTES = 1 << 20
+# take about this many bytes, so they stay in the last-level cache through the
+# softmax passes. Larger tiles mean fewer BLAS calls, which matters with two
+# BLAS threads on a busy machine (benchmarks/README.md).
+_TILE_BYTES = 8 << 20
 
 
 def _tile_rows(weights):
     """Query rows per tile so that one tile of ``weights`` is about _TILE_BYTES."""
     n, m = weights.shape[-2:]
     per_row = max(1, weights.size // max(n, 1)) * weights.itemsize
-    return max(16, min(n, _TILE_BYTES // per_row))
+    return max(128, min(n, _TILE_BYTES // per_row))
 
 
 def _softmax_rows_inplace(w, masked):
     """Softmax over the last axis of ``w``, in place; all -inf rows become 0."""
-    row_max = np.max(w, axis=-1, keepdims=True)  # (..., t, 1)
+    row_max = w.max(axis=-1, keepdims=True)  # (..., t, 1)
     if masked:
         row_max[np.isneginf(row_max)] = 0.0  # fully masked row: exp(-inf - 0) = 0
     w -= row_max
     np.exp(w, out=w)
-    total = np.sum(w, axis=-1, keepdims=True)  # (..., t, 1); 0 only for a fully masked row
+    total = w.sum(axis=-1, keepdims=True)  # (..., t, 1); 0 only for a fully masked row
     np.divide(1.0, total, out=total, where=total > 0)
     w *= total
 

@@ -19,6 +19,7 @@ __all__ = [
     "heatmap",
     "heatmaps",
     "attention_bars",
+    "AttentionFigure",
 ]
 
 WEIGHTS_CMAP = "viridis"
@@ -193,3 +194,207 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
         title = f"entropy {float(entropy(weights)):.3f} nats, largest weight {weights.max():.2f}"
     ax.set_title(title)
     return bars
+
+
+class _GlyphCache:
+    """Rendered strings as alpha bitmaps, kept so each is rasterised only once."""
+
+    def __init__(self, size, dpi):
+        from matplotlib.backends.backend_agg import get_hinting_flag
+        from matplotlib.font_manager import FontProperties, findfont, get_font
+
+        self._font = get_font(findfont(FontProperties(family="DejaVu Sans")))
+        self._size, self._dpi, self._flags = size, dpi, get_hinting_flag()
+        self._bitmaps = {}
+        self._colours = {}
+
+    def _alpha(self, text):
+        bitmap = self._bitmaps.get(text)
+        if bitmap is None:
+            self._font.set_size(self._size, self._dpi)
+            self._font.set_text(text, 0, flags=self._flags)
+            self._font.draw_glyphs_to_bitmap(antialiased=True)
+            bitmap = self._bitmaps[text] = np.asarray(self._font.get_image(), dtype=np.float32)[..., None] / 255
+        return bitmap
+
+    def stamp(self, pixels, text, colour, x, row, centred):
+        """Blend ``text`` into the RGBA ``pixels`` at column ``x``, centred on ``row``."""
+        from matplotlib.colors import to_rgb
+
+        alpha = self._alpha(text)
+        h, w = alpha.shape[:2]
+        top, left = int(round(row - h / 2)), int(round(x - w / 2 if centred else x))
+        bottom, right = min(top + h, pixels.shape[0]), min(left + w, pixels.shape[1])
+        if top < 0 or left < 0 or bottom <= top or right <= left:
+            return
+        a = alpha[: bottom - top, : right - left]
+        region = pixels[top:bottom, left:right, :3]
+        rgb = self._colours.get(colour)
+        if rgb is None:
+            rgb = self._colours[colour] = np.array(to_rgb(colour), dtype=np.float32) * 255
+        region[...] = (region * (1 - a) + rgb * a).astype(np.uint8)
+
+
+class AttentionFigure:
+    """One reusable figure: scores, weights and outputs as heatmaps, plus one row as bars.
+
+    Built once for a shape; :meth:`update` changes only the artists' data
+    (images, colour limits, cell texts, bar lengths, titles), so redrawing costs
+    a fraction of building a new figure. Uses ``matplotlib.figure.Figure``
+    directly, never pyplot, so a notebook never shows it twice by itself;
+    :meth:`png` renders it for an ``ipywidgets.Image``.
+
+    Parameters
+    ----------
+    row_labels : sequence of str, length n
+        Query tokens (y axis).
+    col_labels : sequence of str, length m
+        Key tokens (x axis).
+    d_v : int
+        Width of the outputs (columns of the third heatmap).
+    dpi : int
+        Resolution of :meth:`png`.
+    """
+
+    def __init__(self, row_labels, col_labels, d_v, *, dpi=72):
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
+
+        self.row_labels, self.col_labels = list(row_labels), list(col_labels)
+        n, m = len(self.row_labels), len(self.col_labels)
+        self.shape, self.d_v, self.dpi = (n, m), d_v, dpi
+        self._canvas = self._background = None
+        side = max(n, m)
+        # Small matrices get room for their cell values; large ones a fixed
+        # size, small enough to render and encode quickly.
+        width = min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 12.0)
+        height = min(1.6 + 0.32 * side, 4.5)
+        self.figure = Figure(figsize=(width, height), layout="constrained")
+        axes = self.figure.subplots(
+            1, 4, gridspec_kw={"width_ratios": [m, m, max(d_v, 2), max(m, 4) * 0.9]}
+        )
+        self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars = axes
+        blank = np.zeros((n, m))
+        self.im_scores = self.ax_scores.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1)
+        self.im_weights = self.ax_weights.imshow(blank, cmap=WEIGHTS_CMAP, vmin=0, vmax=1)
+        self.im_out = self.ax_out.imshow(np.zeros((n, d_v)), cmap=SCORES_CMAP, vmin=-1, vmax=1)
+        for ax, title, cols in (
+            (self.ax_scores, "scores", self.col_labels),
+            (self.ax_weights, "weights", self.col_labels),
+            (self.ax_out, "output (context)", [str(c) for c in range(d_v)]),
+        ):
+            ax.set_title(title, fontsize=10)
+            small = len(cols) <= ANNOTATE_MAX
+            ax.set_xticks(range(len(cols)), labels=cols if small else [""] * len(cols))
+            ax.set_yticks(range(n), labels=self.row_labels if n <= 24 else [""] * n)
+            ax.tick_params(labelsize=8, axis="x", labelrotation=45 if len(cols) > 4 else 0)
+        self.ax_scores.set_ylabel("queries")
+        self.ax_scores.set_xlabel("keys")
+        self.ax_weights.set_xlabel("keys")
+        self.ax_weights.tick_params(labelleft=False)
+        self.ax_out.tick_params(labelleft=False)
+        self.ax_out.set_xlabel("dimension")
+        self.figure.colorbar(self.im_weights, ax=self.ax_weights, shrink=0.8)
+        # Cell values only for small matrices (as in heatmap()). They are not
+        # Text artists: png() stamps cached glyph bitmaps of each string into
+        # the picture, which costs microseconds instead of a millisecond a text.
+        annotate = n <= ANNOTATE_MAX and m <= ANNOTATE_MAX
+        self.cell_axes = {
+            name: ax for name, ax, cols in (("scores", self.ax_scores, m), ("weights", self.ax_weights, m),
+                                            ("out", self.ax_out, d_v))
+            if annotate and cols <= ANNOTATE_MAX
+        }
+        self._stamps = []  # (axes, x, y, text, rgb, centred) to stamp after drawing
+        self._glyphs = _GlyphCache(size=7, dpi=dpi)
+        self.row_boxes = [
+            ax.add_patch(Rectangle((-0.5, -0.5), width, 1, fill=False, edgecolor="#ff7f0e", linewidth=2))
+            for ax, width in ((self.ax_scores, m), (self.ax_weights, m), (self.ax_out, d_v))
+        ]
+        self.bars = self.ax_bars.barh(range(m), np.zeros(m), color="#1f77b4")
+        self.ax_bars.set_yticks(range(m), labels=self.col_labels if m <= 24 else [""] * m)
+        self.ax_bars.invert_yaxis()
+        self.ax_bars.set_xlim(0, 1)
+        self.ax_bars.tick_params(labelsize=8)
+        self.ax_bars.set_xlabel("weight")
+        self.bar_values = m <= ANNOTATE_MAX
+
+    def _stamp_cells(self, name, image, matrix, fmt="{:.2f}"):
+        ax = self.cell_axes.get(name)
+        if ax is None:
+            return
+        rgba = image.cmap(image.norm(np.where(np.isfinite(matrix), matrix, 0.0)))  # (n, m, 4)
+        dark = rgba[..., :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.5
+        for (i, j), value in np.ndenumerate(matrix):
+            if np.isfinite(value):
+                self._stamps.append((ax, j, i, fmt.format(value), "black" if dark[i, j] else "white", True))
+            else:
+                self._stamps.append((ax, j, i, "-", "0.4", True))
+
+    def update(self, scores, weights, out, row=0, title=None):
+        """Show new arrays: ``scores`` and ``weights`` (n, m), ``out`` (n, d_v); bars of ``row``."""
+        limit = _symmetric_limit(scores)
+        self.im_scores.set_data(np.where(np.isfinite(scores), scores, np.nan))
+        self.im_scores.set_clim(-limit, limit)
+        self.im_weights.set_data(weights)
+        out_limit = _symmetric_limit(out)
+        self.im_out.set_data(out)
+        self.im_out.set_clim(-out_limit, out_limit)
+        self._stamps = []
+        self._stamp_cells("scores", self.im_scores, scores)
+        self._stamp_cells("weights", self.im_weights, weights)
+        self._stamp_cells("out", self.im_out, out)
+        for box in self.row_boxes:
+            box.set_y(row - 0.5)
+        w = weights[row]
+        for j, bar in enumerate(self.bars):
+            bar.set_width(w[j])
+            bar.set_color("#ff7f0e" if j == int(np.argmax(w)) and w.max() > 0 else "#1f77b4")
+        if self.bar_values:
+            self._stamps += [(self.ax_bars, w[j] + 0.02, j, f"{w[j]:.2f}", "black", False)
+                             for j in range(len(w))]
+        self.ax_bars.set_title(
+            f"row '{self.row_labels[row]}': entropy {float(entropy(w)):.2f}, max {w.max():.2f}",
+            fontsize=9,
+        )
+        if title is not None:
+            self.figure.suptitle(title, fontsize=10)
+
+    def _dynamic_artists(self):
+        """Everything :meth:`update` changes; the rest is drawn once and kept."""
+        artists = [self.im_scores, self.im_weights, self.im_out, *self.row_boxes, *self.bars,
+                   self.ax_bars.title]
+        return artists
+
+    def png(self):
+        """The figure as PNG bytes.
+
+        The first call computes the layout, freezes it and keeps a picture of
+        everything that never changes (axes, ticks, labels, colour bar); later
+        calls paste that picture and draw only the changing artists on it
+        (blitting), then write the PNG with fast compression.
+        """
+        import io
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from PIL import Image
+
+        dynamic = self._dynamic_artists()
+        if self._canvas is None:
+            self.figure.set_dpi(self.dpi)
+            self._canvas = FigureCanvasAgg(self.figure)
+            self.figure.draw_without_rendering()  # constrained layout, once
+            self.figure.set_layout_engine("none")
+            for artist in dynamic:
+                artist.set_animated(True)  # left out of canvas.draw()
+            self._canvas.draw()
+            self._background = self._canvas.copy_from_bbox(self.figure.bbox)
+        self._canvas.restore_region(self._background)
+        for artist in dynamic:
+            self.figure.draw_artist(artist)
+        pixels = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4), a view
+        for ax, x, y, text, colour, centred in self._stamps:
+            px, py = ax.transData.transform((x, y))
+            self._glyphs.stamp(pixels, text, colour, px, pixels.shape[0] - py, centred)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels[..., :3]).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()

@@ -1,0 +1,285 @@
+"""Interactive explorers: heatmaps of scores and weights driven by sliders.
+
+:class:`AttentionExplorer` shows, side by side, the scores, the attention
+weights and the outputs of one attention call, plus the weights of one query
+row as bars, and updates them as the learner moves the controls:
+
+- ``temperature`` (log scale, 0.05 to 20): the weights are
+  ``softmax(scores / temperature)``;
+- ``d_k`` (1 to 1024): the divisor ``sqrt(d_k)`` of the scaled scores;
+- ``scaled``: divide by ``sqrt(d_k)`` or not;
+- ``causal``: block the keys after each query;
+- ``row``: the query whose weights are drawn as bars.
+
+Two modes. *example*: one of the documents' worked examples (or the learner's
+own sentence, with embeddings drawn from a seeded generator); ``d_k`` changes
+only the divisor. *random*: fresh random q and k of dimension ``d_k``, so the
+spread of the raw scores and the peakiness of the softmax can be watched
+growing with ``d_k`` when unscaled, and staying put when scaled.
+
+The logic is plain Python: setting a control's ``.value`` recomputes the
+arrays and redraws the figure synchronously, so tests drive it without a
+browser. The figure is built once and only its artists change (see
+:class:`helpers.plots.AttentionFigure`); it reaches the page as a PNG in an
+``ipywidgets.Image``, so nothing flickers and nothing is displayed twice.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import ipywidgets as widgets
+import numpy as np
+
+from .attention import attention_scores, causal_mask, entropy, softmax
+from .examples import list_examples, load_example
+from .plots import AttentionFigure
+
+__all__ = ["AttentionExplorer", "sentence_example", "random_qkv"]
+
+CUSTOM = "(your sentence)"
+MAX_TOKENS = 64
+SENTENCE_D_MODEL = 8
+RANDOM_N = 8
+RANDOM_D_V = 4
+
+
+def sentence_example(sentence, *, d_model=SENTENCE_D_MODEL, seed=0):
+    """Tokens, q, k, v for a sentence of the learner's own, from seeded draws.
+
+    Each distinct word gets the same embedding every time (its generator is
+    seeded from ``seed`` and the word), and the projections ``W_q, W_k, W_v``
+    of shape ``(d_model, d_model)`` come from a generator seeded with ``seed``.
+
+    Returns
+    -------
+    tokens : list of str
+    q, k, v : ndarray, shape (n, d_model)
+    """
+    tokens = sentence.split()[:MAX_TOKENS] or ["(empty)"]
+    x = np.stack([
+        np.random.default_rng([seed, zlib.crc32(token.lower().encode())]).standard_normal(d_model)
+        for token in tokens
+    ])  # (n, d_model)
+    rng = np.random.default_rng([seed, 1])
+    w_q, w_k, w_v = rng.standard_normal((3, d_model, d_model)) / math.sqrt(d_model)
+    return tokens, x @ w_q, x @ w_k, x @ w_v
+
+
+def random_qkv(d_k, *, n=RANDOM_N, d_v=RANDOM_D_V, seed=0):
+    """Random q, k of dimension ``d_k`` (unit-variance entries) and v, from a seeded generator.
+
+    Returns
+    -------
+    q, k : ndarray, shape (n, d_k)
+    v : ndarray, shape (n, d_v)
+    """
+    rng = np.random.default_rng([seed, int(d_k)])
+    return rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)), rng.standard_normal((n, d_v))
+
+
+class AttentionExplorer:
+    """Heatmaps of scores, weights and outputs with sliders for temperature and d_k.
+
+    Parameters
+    ----------
+    example : str
+        A name from :func:`helpers.examples.list_examples` (runnable examples).
+    sentence : str, optional
+        Start with this sentence instead (embeddings from a seeded generator).
+    mode : {"example", "random"}
+        Start in example mode or in random-q-and-k mode.
+    seed : int
+        Seed of every random draw (sentence embeddings, random mode).
+
+    Attributes
+    ----------
+    controls : dict of str to ipywidgets.Widget
+        ``"example"``, ``"sentence"``, ``"mode"``, ``"temperature"``, ``"d_k"``,
+        ``"scaled"``, ``"causal"``, ``"row"``. Setting ``.value`` on any of them
+        updates the arrays and the figure at once.
+    widget : ipywidgets.VBox
+        The whole explorer; displaying the explorer displays it.
+
+    Examples
+    --------
+    >>> ex = AttentionExplorer("cat_sat")
+    >>> ex.controls["temperature"].value = 0.5
+    >>> print(np.round(ex.weights, 4))
+    [[0.8808 0.1192]
+     [0.1192 0.8808]]
+    """
+
+    def __init__(self, example="i_am_happy", *, sentence=None, mode="example", seed=0):
+        names = list_examples()
+        if example not in names:
+            raise ValueError(f"unknown example {example!r}: choose one of {names}")
+        if mode not in ("example", "random"):
+            raise ValueError(f'mode must be "example" or "random": got {mode!r}')
+        self.seed = seed
+        self._figure = None
+        self._updating = False
+        start = load_example(example)
+        style = {"description_width": "initial"}
+        layout = widgets.Layout(width="360px")
+        self.controls = {
+            "example": widgets.Dropdown(
+                options=names + [CUSTOM], value=CUSTOM if sentence else example,
+                description="example", style=style),
+            "sentence": widgets.Text(
+                value=sentence or "The cat sat on the mat", description="your sentence",
+                continuous_update=False, style=style, layout=widgets.Layout(width="420px")),
+            "mode": widgets.ToggleButtons(
+                options=[("document example", "example"), ("random q, k of size d_k", "random")],
+                value=mode, description="mode", style=style),
+            "temperature": widgets.FloatLogSlider(
+                value=1.0, base=10, min=math.log10(0.05), max=math.log10(20), step=0.01,
+                description="temperature T (weights = softmax(scores / T))",
+                readout_format=".2f", style=style, layout=layout),
+            "d_k": widgets.IntSlider(
+                value=start.d_k, min=1, max=1024, description="d_k (scores divided by √d_k)",
+                style=style, layout=layout),
+            "scaled": widgets.Checkbox(value=start.scaled, description="scale by 1/√d_k", style=style),
+            "causal": widgets.Checkbox(value=False, description="causal mask (query i sees keys 0..i)",
+                                       style=style),
+            "row": widgets.Dropdown(options=[("0", 0)], value=0, description="query row for the bars",
+                                    style=style),
+        }
+        self.image = widgets.Image(format="png")
+        self.readout = widgets.HTML()
+        # CSS classes name the parts for the browser test (and for custom styling).
+        for name, control in self.controls.items():
+            control.add_class(f"attention-explorer-{name.replace('_', '-')}")
+        self.image.add_class("attention-explorer-image")
+        self.readout.add_class("attention-explorer-readout")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.controls["mode"]]),
+            widgets.HBox([self.controls["example"], self.controls["sentence"]]),
+            widgets.HBox([self.controls["temperature"], self.controls["d_k"]]),
+            widgets.HBox([self.controls["scaled"], self.controls["causal"], self.controls["row"]]),
+            self.image,
+            self.readout,
+        ])
+        self._load_inputs()
+        for name, control in self.controls.items():
+            control.observe(self._on_change, names="value")
+        self._update()
+
+    # -- what the view shows ------------------------------------------------
+
+    @property
+    def scores(self):
+        """The scores drawn now, (n, m): q k^T / sqrt(d_k) when scaled, else q k^T."""
+        return self._scores.copy()
+
+    @property
+    def weights(self):
+        """The weights drawn now, (n, m): softmax(scores / temperature), causal mask if on."""
+        return self._weights.copy()
+
+    @property
+    def out(self):
+        """The outputs drawn now, (n, d_v): weights @ v."""
+        return self._out.copy()
+
+    @property
+    def tokens(self):
+        """(query tokens, key tokens) of the current inputs."""
+        return list(self._row_labels), list(self._col_labels)
+
+    @property
+    def readouts(self):
+        """The numbers of the readout line: entropy and largest weight per row, row sums."""
+        return {
+            "entropy": entropy(self._weights),
+            "max_weight": self._weights.max(axis=-1),
+            "argmax": self._weights.argmax(axis=-1),
+            "row_sums": self._weights.sum(axis=-1),
+            "score_std": float(self._scores.std()),
+        }
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- computing ------------------------------------------------------------
+
+    def _load_inputs(self):
+        """Set q, k, v and the labels from the mode, example and sentence controls."""
+        c = self.controls
+        if c["mode"].value == "random":
+            self._q, self._k, self._v = random_qkv(c["d_k"].value, seed=self.seed)
+            self._row_labels = [f"q{i}" for i in range(RANDOM_N)]
+            self._col_labels = [f"k{j}" for j in range(RANDOM_N)]
+        elif c["example"].value == CUSTOM:
+            tokens, self._q, self._k, self._v = sentence_example(c["sentence"].value, seed=self.seed)
+            self._row_labels = self._col_labels = tokens
+        else:
+            ex = load_example(c["example"].value)
+            self._q, self._k, self._v = ex.q, ex.k, ex.v
+            self._row_labels, self._col_labels = ex.tokens, ex.key_tokens
+        n = len(self._row_labels)
+        options = [(f"{i}: {t}", i) for i, t in enumerate(self._row_labels)]
+        if c["row"].options != tuple(options):
+            keep = min(c["row"].value, n - 1)
+            c["row"].options = options
+            c["row"].value = keep
+        self._figure = None  # the shape may have changed: build a new figure
+
+    def _compute(self):
+        c = self.controls
+        d_k = c["d_k"].value
+        scale = 1.0 / math.sqrt(d_k) if c["scaled"].value else 1.0
+        self._scores = attention_scores(self._q, self._k, scale=scale)  # (n, m)
+        n, m = self._scores.shape
+        logits = self._scores
+        if c["causal"].value:
+            logits = np.where(causal_mask(n, m), self._scores, -np.inf)
+        self._weights = softmax(logits, temperature=c["temperature"].value)
+        self._out = self._weights @ self._v  # (n, m) x (m, d_v) -> (n, d_v)
+
+    def _on_change(self, change):
+        if self._updating:
+            return
+        name = change["owner"]
+        reload = name in (self.controls["mode"], self.controls["example"], self.controls["sentence"])
+        random_dk = name is self.controls["d_k"] and self.controls["mode"].value == "random"
+        self._updating = True
+        try:
+            if name is self.controls["example"] and change["new"] != CUSTOM:
+                ex = load_example(change["new"])
+                self.controls["d_k"].value = ex.d_k
+                self.controls["scaled"].value = ex.scaled
+            if reload or random_dk:
+                self._load_inputs()
+        finally:
+            self._updating = False
+        self._update()
+
+    def _update(self):
+        self._compute()
+        if self._figure is None:
+            self._figure = AttentionFigure(self._row_labels, self._col_labels, self._v.shape[-1])
+        row = self.controls["row"].value
+        self._figure.update(self._scores, self._weights, self._out, row=row)
+        self.image.value = self._figure.png()
+        self.readout.value = self._readout_html()
+
+    def _readout_html(self):
+        r = self.readouts
+        c = self.controls
+        names = self._col_labels
+        cells = "".join(
+            f"<tr><td>{self._row_labels[i]}</td><td>{r['entropy'][i]:.3f}</td>"
+            f"<td>{r['max_weight'][i]:.3f} on {names[r['argmax'][i]]}</td><td>{r['row_sums'][i]:.3f}</td></tr>"
+            for i in range(min(len(self._row_labels), 16))
+        )
+        scaled = f"scores = q·k / √{c['d_k'].value}" if c["scaled"].value else "scores = q·k (unscaled)"
+        return (
+            f"<p><b>{scaled}</b>, temperature {c['temperature'].value:.2f}; "
+            f"spread of the scores (std) {r['score_std']:.3f}; "
+            f"mean largest weight {r['max_weight'].mean():.3f}; "
+            f"mean entropy {r['entropy'].mean():.3f} nats (uniform: {math.log(len(names)):.3f})</p>"
+            "<table><tr><th>query</th><th>entropy (nats)</th><th>largest weight</th><th>row sum</th></tr>"
+            f"{cells}</table>"
+        )

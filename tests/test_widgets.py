@@ -1,0 +1,185 @@
+"""The explorer's logic, driven without a browser: set a control, check what the view shows."""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from helpers import examples
+from helpers.attention import entropy
+from helpers.widgets import AttentionExplorer, random_qkv, sentence_example
+
+RUNNABLE = examples.list_examples()
+
+
+def expected(q, k, v, *, d_k, scaled, temperature=1.0, causal=False):
+    """Scores, weights and outputs computed independently of the widget and the kernels."""
+    scores = q @ k.T / (math.sqrt(d_k) if scaled else 1.0)
+    logits = scores / temperature
+    if causal:
+        logits = np.where(np.tril(np.ones(scores.shape, bool)), logits, -np.inf)
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    return scores, weights, weights @ v
+
+
+@pytest.fixture(scope="module")
+def journey():
+    return AttentionExplorer("journey")
+
+
+def test_controls_the_issue_names_are_there(journey):
+    assert {"temperature", "d_k", "scaled", "causal", "row"} <= set(journey.controls)
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_starts_with_the_examples_own_numbers(name):
+    ex = examples.load_example(name)
+    view = AttentionExplorer(example=name)
+    assert view.controls["d_k"].value == ex.d_k
+    assert view.controls["scaled"].value == ex.scaled
+    scores, weights, out = expected(ex.q, ex.k, ex.v, d_k=ex.d_k, scaled=ex.scaled)
+    np.testing.assert_allclose(view.scores, scores, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(view.weights, weights, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(view.out, out, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"temperature": 0.05},
+        {"temperature": 20.0},
+        {"d_k": 1},
+        {"d_k": 1024},
+        {"scaled": False},
+        {"causal": True},
+        {"d_k": 64, "temperature": 0.5, "causal": True},
+    ],
+    ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
+)
+def test_setting_a_control_updates_the_arrays(changes):
+    ex = examples.load_example("journey")
+    view = AttentionExplorer("journey")
+    for name, value in changes.items():
+        view.controls[name].value = value
+    c = {name: view.controls[name].value for name in ("d_k", "scaled", "temperature", "causal")}
+    scores, weights, out = expected(ex.q, ex.k, ex.v, **c)
+    np.testing.assert_allclose(view.scores, scores, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(view.weights, weights, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(view.out, out, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(view.weights.sum(axis=-1), 1.0, atol=1e-12)
+
+
+def test_unscaled_cat_sat_mat_is_the_sections_own():
+    view = AttentionExplorer("cat_sat_mat")
+    assert view.controls["scaled"].value is False
+    ex = examples.load_example("cat_sat_mat")
+    np.testing.assert_allclose(view.scores, ex.q @ ex.k.T)
+
+
+def test_temperature_sharpens_and_flattens(journey):
+    normal = journey.readouts["max_weight"].copy()
+    journey.controls["temperature"].value = 0.05
+    sharp, sharp_entropy = journey.readouts["max_weight"].copy(), journey.readouts["entropy"].copy()
+    journey.controls["temperature"].value = 20.0
+    flat, flat_entropy = journey.readouts["max_weight"].copy(), journey.readouts["entropy"].copy()
+    journey.controls["temperature"].value = 1.0
+    assert np.all(sharp > normal) and np.all(flat < normal)
+    assert np.all(flat < 1 / 6 + 0.01)  # nearly uniform over the 6 keys
+    assert np.all(sharp_entropy < flat_entropy) and np.all(flat_entropy < math.log(6))
+
+
+def test_readouts_match_the_weights(journey):
+    r = journey.readouts
+    np.testing.assert_allclose(r["entropy"], entropy(journey.weights))
+    np.testing.assert_allclose(r["max_weight"], journey.weights.max(axis=-1))
+    np.testing.assert_allclose(r["row_sums"], 1.0)
+    assert "entropy" in journey.readout.value and f"{r['max_weight'].mean():.3f}" in journey.readout.value
+
+
+def test_row_control_draws_that_row_as_bars(journey):
+    journey.controls["row"].value = 3
+    widths = [bar.get_width() for bar in journey._figure.bars]
+    np.testing.assert_allclose(widths, journey.weights[3])
+    journey.controls["row"].value = 0
+
+
+def test_the_picture_changes_with_the_sliders():
+    view = AttentionExplorer("i_am_happy")
+    first = view.image.value
+    view.controls["temperature"].value = 0.1
+    second = view.image.value
+    view.controls["d_k"].value = 1
+    third = view.image.value
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len({first, second, third}) == 3
+
+
+def test_arrays_are_read_only_copies(journey):
+    scores = journey.scores
+    scores[:] = 0
+    assert np.any(journey.scores != 0)
+    with pytest.raises(AttributeError):
+        journey.weights = np.zeros((6, 6))
+
+
+def test_switching_example_takes_its_d_k_and_labels():
+    view = AttentionExplorer("journey")
+    view.controls["d_k"].value = 100
+    view.controls["example"].value = "cat_sat"
+    assert view.controls["d_k"].value == 4
+    assert view.tokens == (["cat", "sat"], ["cat", "sat"])
+    assert view.scores.shape == (2, 2)
+    assert [v for _, v in view.controls["row"].options] == [0, 1]
+
+
+def test_own_sentence_uses_seeded_embeddings():
+    view = AttentionExplorer("journey", sentence="the cat saw the dog")
+    tokens, q, k, v = sentence_example("the cat saw the dog")
+    assert view.tokens[0] == tokens == ["the", "cat", "saw", "the", "dog"]
+    np.testing.assert_array_equal(q[0], q[3])  # the same word, the same vector
+    scores, weights, _ = expected(q, k, v, d_k=view.controls["d_k"].value, scaled=True)
+    np.testing.assert_allclose(view.weights, weights, rtol=1e-10)
+
+
+def test_random_mode_spread_grows_with_d_k_only_when_unscaled():
+    view = AttentionExplorer("journey", mode="random")
+    spreads = {}
+    for scaled in (False, True):
+        view.controls["scaled"].value = scaled
+        for d_k in (4, 64, 1024):
+            view.controls["d_k"].value = d_k
+            q, k, v = random_qkv(d_k)
+            scores, weights, _ = expected(q, k, v, d_k=d_k, scaled=scaled)
+            np.testing.assert_allclose(view.scores, scores, rtol=1e-10)
+            spreads[scaled, d_k] = view.readouts["score_std"]
+    assert spreads[False, 1024] > 8 * spreads[False, 4]  # grows like sqrt(d_k)
+    assert 0.5 < spreads[True, 4] < 2 and 0.5 < spreads[True, 1024] < 2  # stays near 1
+
+
+def test_unknown_example_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown example 'nope'"):
+        AttentionExplorer("nope")
+
+
+def test_it_displays_as_a_widget(journey):
+    bundle = journey._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_500_moves_do_not_grow_memory_or_figures():
+    import matplotlib.pyplot as plt
+
+    view = AttentionExplorer("journey")
+    slider = view.controls["temperature"]
+    for i in range(20):  # warm the caches (glyphs, colours)
+        slider.value = 0.1 + (i % 10) / 10
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(500):
+        slider.value = 0.1 + (i % 10) / 10
+    growth = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert growth < 512 * 1024, f"memory grew by {growth} bytes over 500 moves"
+    assert plt.get_fignums() == []  # the explorer never creates pyplot figures
