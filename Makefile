@@ -44,6 +44,7 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_threads.py
 	$(BIN)/python benchmarks/bench_attention.py
+	$(BIN)/python benchmarks/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) build test-artifacts *.egg-info

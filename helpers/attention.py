@@ -242,7 +242,7 @@ def softmax(x, axis=-1, temperature=1.0):
     x = x.astype(_float_dtype(x), copy=False)
     if x.size == 0:
         return np.zeros_like(x)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # -1e308 - 1e308 -> -inf: fine
         e = x - np.max(x, axis=axis, keepdims=True)  # a new array: x is never modified
     if not np.all(np.isfinite(e)):
         # An all--inf slice makes -inf - -inf = nan: give it zeros instead.
@@ -552,8 +552,9 @@ def _softmax_rows_inplace(w, masked):
     row_max = w.max(axis=-1, keepdims=True)  # (..., t, 1)
     if masked:
         row_max[np.isneginf(row_max)] = 0.0  # fully masked row: exp(-inf - 0) = 0
-    w -= row_max
-    np.exp(w, out=w)
+    with np.errstate(over="ignore", under="ignore"):  # huge gaps give -inf, and exp 0
+        w -= row_max
+        np.exp(w, out=w)
     total = w.sum(axis=-1, keepdims=True)  # (..., t, 1); 0 only for a fully masked row
     np.divide(1.0, total, out=total, where=total > 0)
     w *= total
