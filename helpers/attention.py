@@ -43,6 +43,12 @@ __all__ = [
     "padding_mask",
     "entropy",
     "attention_flops",
+    "attention_backward",
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "MultiHeadAttention",
+    "blockwise_attention",
 ]
 
 
@@ -668,3 +674,336 @@ def attention_flops(n, m, d_k, d_v):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer: got {value!r}")
     return 2 * int(n) * int(m) * (int(d_k) + int(d_v))
+
+
+# ---------------------------------------------------------------------------
+# Gradients by hand
+# ---------------------------------------------------------------------------
+
+
+def _sum_to_shape(grad, shape):
+    """Sum ``grad`` over the axes that broadcasting added or stretched, down to ``shape``."""
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+
+
+def attention_backward(q, k, v, grad_out, mask=None, *, scale=None, causal=False):
+    """Backward pass of :func:`scaled_dot_product_attention`: gradients of a loss.
+
+    Given ``grad_out = dL/d out``, returns ``dL/dq``, ``dL/dk``, ``dL/dv`` for
+    ``out = softmax(scale * q k^T [masked]) v``. With ``P`` the weights,
+    ``S`` the scaled scores and ``dO = grad_out``::
+
+        dV = P^T dO                          (..., m, d_v)
+        dP = dO V^T                          (..., n, m)
+        dS = P * (dP - rowsum(P * dP))       the softmax's Jacobian, row by row
+        dQ = scale * dS K                    (..., n, d_k)
+        dK = scale * dS^T Q                  (..., m, d_k)
+
+    Blocked keys get ``P = 0`` and so no gradient; a fully masked row passes
+    none back. Where q, k, v were broadcast, the gradient is summed back to
+    each one's own shape.
+
+    Parameters
+    ----------
+    q, k, v, mask, scale, causal
+        As in :func:`scaled_dot_product_attention` (mask True = may attend).
+    grad_out : array_like, shape (..., n, d_v)
+        Gradient of the loss with respect to the output.
+
+    Returns
+    -------
+    grad_q : ndarray, same shape as q
+    grad_k : ndarray, same shape as k
+    grad_v : ndarray, same shape as v
+
+    Examples
+    --------
+    The loss ``out.sum()`` does not change when every weight row moves along
+    itself, so with identical values the gradients of q and k vanish:
+
+    >>> q = np.array([[1.0, 0.0]]); k = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> v = np.array([[2.0], [2.0]])
+    >>> dq, dk, dv = attention_backward(q, k, v, np.ones((1, 1)))
+    >>> print(np.round(dq, 6), np.round(dv.ravel(), 4))
+    [[0. 0.]] [0.6698 0.3302]
+    """
+    q_in, k_in, v_in = (np.shape(a) for a in (q, k, v))
+    out, weights = scaled_dot_product_attention(q, k, v, mask, scale=scale, causal=causal)
+    q, k, v, _, dtype = _check_qkv(q, k, v)
+    d_out = _real_array(grad_out, "grad_out").astype(dtype, copy=False)
+    if d_out.ndim < 2 or d_out.shape[-2:] != out.shape[-2:]:
+        raise ValueError(
+            f"grad_out must have the output's shape (..., n, d_v) = {out.shape}: got grad_out.shape={d_out.shape}"
+        )
+    try:
+        d_out = np.broadcast_to(d_out, np.broadcast_shapes(d_out.shape, out.shape))
+    except ValueError:
+        raise ValueError(
+            f"grad_out must broadcast to the output's shape {out.shape}: got grad_out.shape={d_out.shape}"
+        ) from None
+    scale = _check_scale(scale, q.shape[-1])
+    p = weights  # (..., n, m)
+    grad_v = np.swapaxes(p, -1, -2) @ d_out  # (..., m, n) x (..., n, d_v) -> (..., m, d_v)
+    d_p = d_out @ np.swapaxes(v, -1, -2)  # (..., n, d_v) x (..., d_v, m) -> (..., n, m)
+    row = np.sum(d_out * out, axis=-1, keepdims=True)  # rowsum(P * dP) = rowsum(dO * O), (..., n, 1)
+    d_s = p * (d_p - row)  # (..., n, m)
+    grad_q = scale * (d_s @ k)  # (..., n, m) x (..., m, d_k) -> (..., n, d_k)
+    grad_k = scale * (np.swapaxes(d_s, -1, -2) @ q)  # (..., m, n) x (..., n, d_k) -> (..., m, d_k)
+    return tuple(
+        _sum_to_shape(g, shape).astype(dtype, copy=False)
+        for g, shape in ((grad_q, q_in), (grad_k, k_in), (grad_v, v_in))
+    )
+
+
+# ---------------------------------------------------------------------------
+# Multi-head attention
+# ---------------------------------------------------------------------------
+
+
+def split_heads(x, num_heads):
+    """Split the last axis into heads: ``(..., n, d_model) -> (..., h, n, d_model / h)``.
+
+    Head ``i`` gets features ``i * d_head`` to ``(i + 1) * d_head - 1``.
+
+    Examples
+    --------
+    >>> x = np.arange(8.0).reshape(2, 4)      # n = 2 tokens, d_model = 4
+    >>> split_heads(x, 2)                      # (h, n, d_head) = (2, 2, 2)
+    array([[[0., 1.],
+            [4., 5.]],
+    <BLANKLINE>
+           [[2., 3.],
+            [6., 7.]]])
+    """
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have at least 2 dimensions (..., n, d_model): got x.shape={x.shape}")
+    h = _positive_int(num_heads, "num_heads")
+    *lead, n, d_model = x.shape
+    if d_model % h:
+        raise ValueError(f"d_model must be divisible by num_heads: got d_model={d_model}, num_heads={h}")
+    x = x.reshape(*lead, n, h, d_model // h)  # (..., n, h, d_head)
+    return np.swapaxes(x, -2, -3)  # (..., h, n, d_head)
+
+
+def merge_heads(x):
+    """Concatenate the heads again: ``(..., h, n, d_head) -> (..., n, h * d_head)``.
+
+    The inverse of :func:`split_heads`.
+
+    Examples
+    --------
+    >>> x = np.arange(8.0).reshape(2, 4)
+    >>> np.array_equal(merge_heads(split_heads(x, 2)), x)
+    True
+    """
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x must have at least 3 dimensions (..., h, n, d_head): got x.shape={x.shape}")
+    *lead, h, n, d_head = x.shape
+    return np.swapaxes(x, -2, -3).reshape(*lead, n, h * d_head)  # (..., n, h, d_head) -> (..., n, d_model)
+
+
+def _positive_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer: got {value!r}")
+    return int(value)
+
+
+def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, num_heads, mask=None, *, causal=False):
+    """Multi-head attention: h scaled dot-product attentions side by side.
+
+    ``q = x_q @ w_q``, ``k = x_kv @ w_k``, ``v = x_kv @ w_v`` (as the documents'
+    ``Q = X W^Q``; no biases), each split into ``num_heads`` heads of width
+    ``d_head = d_model / num_heads``, attended head by head with the scale
+    ``1 / sqrt(d_head)``, then merged and projected: ``out = merge(heads) @ w_o``.
+
+    Parameters
+    ----------
+    x_q : array_like, shape (..., n, d_model)
+        The sequence the queries come from.
+    x_kv : array_like, shape (..., m, d_model)
+        The sequence the keys and values come from (``x_q`` itself for
+        self-attention; the encoder's output for cross-attention).
+    w_q, w_k, w_v, w_o : array_like, shape (d_model, d_model)
+        Projections, applied as ``x @ w``.
+    num_heads : int
+        Must divide d_model.
+    mask : array_like of bool, optional
+        True = may attend. Broadcast against the weights ``(..., h, n, m)``
+        after a head axis is inserted before its last two axes, so an
+        ``(n, m)`` mask, a ``(..., n, m)`` one and a ``padding_mask`` of shape
+        ``(..., 1, m)`` all apply to every head; a mask that already has the
+        head axis (``mask.ndim == x_q.ndim + 1``) is used as it is.
+    causal : bool
+        Query ``i`` sees keys ``0..i`` in every head.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_model)
+    weights : ndarray, shape (..., h, n, m)
+        Each head's weights; each row sums to 1 (0 if fully masked).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((5, 8))                      # n = 5 tokens, d_model = 8
+    >>> w = rng.standard_normal((4, 8, 8)) / np.sqrt(8)
+    >>> out, weights = multi_head_attention(x, x, *w, num_heads=2)
+    >>> out.shape, weights.shape
+    ((5, 8), (2, 5, 5))
+    """
+    x_q = _real_array(x_q, "x_q")
+    x_kv = _real_array(x_kv, "x_kv")
+    h = _positive_int(num_heads, "num_heads")
+    for name, x in (("x_q", x_q), ("x_kv", x_kv)):
+        if x.ndim < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (..., n, d_model): got {name}.shape={x.shape}")
+    d_model = x_q.shape[-1]
+    if x_kv.shape[-1] != d_model:
+        raise ValueError(
+            f"x_q and x_kv must have the same d_model: got x_q.shape={x_q.shape}, x_kv.shape={x_kv.shape}"
+        )
+    if d_model % h:
+        raise ValueError(f"d_model must be divisible by num_heads: got d_model={d_model}, num_heads={h}")
+    ws = []
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
+        w = _real_array(w, name)
+        if w.shape != (d_model, d_model):
+            raise ValueError(f"{name} must have shape (d_model, d_model) = ({d_model}, {d_model}): got {w.shape}")
+        ws.append(w)
+    w_q, w_k, w_v, w_o = ws
+    q = split_heads(x_q @ w_q, h)  # (..., n, d_model) -> (..., h, n, d_head)
+    k = split_heads(x_kv @ w_k, h)  # (..., m, d_model) -> (..., h, m, d_head)
+    v = split_heads(x_kv @ w_v, h)
+    if mask is not None:
+        mask = np.asarray(mask)
+        if 2 < mask.ndim <= x_q.ndim:  # batch dims but no head axis: share it across heads
+            mask = np.expand_dims(mask, -3)
+    heads, weights = scaled_dot_product_attention(q, k, v, mask, causal=causal)  # (..., h, n, d_head)
+    return merge_heads(heads) @ w_o, weights  # (..., n, d_model) x (d_model, d_model)
+
+
+class MultiHeadAttention:
+    """Multi-head attention with its four projection matrices.
+
+    Parameters
+    ----------
+    d_model : int
+    num_heads : int
+        Must divide d_model.
+    seed : int or numpy.random.Generator, optional
+        Where the initial weights come from: Xavier/Glorot normal,
+        ``std = sqrt(2 / (d_model + d_model))``.
+
+    Attributes
+    ----------
+    w_q, w_k, w_v, w_o : ndarray, shape (d_model, d_model)
+
+    Examples
+    --------
+    >>> mha = MultiHeadAttention(d_model=8, num_heads=2, seed=0)
+    >>> out, weights = mha(np.ones((3, 8)), causal=True)
+    >>> out.shape, weights.shape
+    ((3, 8), (2, 3, 3))
+    """
+
+    def __init__(self, d_model, num_heads, *, seed=None):
+        self.d_model = _positive_int(d_model, "d_model")
+        self.num_heads = _positive_int(num_heads, "num_heads")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model must be divisible by num_heads: got d_model={d_model}, num_heads={num_heads}")
+        rng = np.random.default_rng(seed)
+        std = math.sqrt(2.0 / (2 * self.d_model))
+        self.w_q, self.w_k, self.w_v, self.w_o = rng.normal(0.0, std, (4, self.d_model, self.d_model))
+
+    def __call__(self, x_q, x_kv=None, mask=None, *, causal=False):
+        """Attend from ``x_q`` to ``x_kv`` (``x_q`` itself when omitted); see :func:`multi_head_attention`."""
+        x_kv = x_q if x_kv is None else x_kv
+        return multi_head_attention(
+            x_q, x_kv, self.w_q, self.w_k, self.w_v, self.w_o, self.num_heads, mask, causal=causal
+        )
+
+
+# ---------------------------------------------------------------------------
+# Memory-efficient attention
+# ---------------------------------------------------------------------------
+
+
+def blockwise_attention(q, k, v, mask=None, *, scale=None, causal=False, block_size=256):
+    """Scaled dot-product attention over blocks of keys, never holding all n x m weights.
+
+    The online softmax of FlashAttention: for each block of ``block_size``
+    keys, the block's scores are computed, the running row maximum is
+    updated, the running sum and output are rescaled by ``exp(old max - new
+    max)``, and the block's contribution is added. Memory grows like
+    ``n * block_size`` instead of ``n * m``; the result equals
+    :func:`scaled_dot_product_attention`'s ``out`` (same masks, causal rule,
+    scale and dtype rules; fully masked rows give zeros).
+
+    Parameters
+    ----------
+    q, k, v, mask, scale, causal
+        As in :func:`scaled_dot_product_attention` (mask True = may attend).
+    block_size : int
+        Keys per block (>= 1).
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.standard_normal((3, 10, 4))
+    >>> out = blockwise_attention(q, k, v, causal=True, block_size=3)
+    >>> np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0])
+    True
+    """
+    q, k, v, batch, dtype = _check_qkv(q, k, v)
+    block = _positive_int(block_size, "block_size")
+    n, d_k, m, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    scale = _check_scale(scale, d_k)
+    allowed = None if mask is None else np.atleast_2d(_check_mask(mask, n, m))
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    out = np.zeros(batch + (n, d_v), dtype)
+    if m == 0 or n == 0:
+        return out
+    q = q * dtype.type(scale) if scale != 1.0 else q
+    row_max = np.full(batch + (n, 1), -np.inf, dtype)  # running max of each row's scores
+    row_sum = np.zeros(batch + (n, 1), dtype)  # running sum of exp(score - row_max)
+    query_index = np.arange(n)[:, None]
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        if causal and start > n - 1:
+            break  # every later key is in every query's future
+        k_t = np.ascontiguousarray(np.swapaxes(k[..., start:stop, :], -1, -2))  # (..., d_k, b)
+        s = q @ k_t  # (..., n, d_k) x (..., d_k, b) -> (..., n, b)
+        if s.shape[:-2] != batch:
+            s = np.array(np.broadcast_to(s, batch + s.shape[-2:]))
+        blocked = None
+        if allowed is not None:
+            cols = allowed if allowed.shape[-1] == 1 else allowed[..., start:stop]
+            blocked = ~cols
+        if causal:
+            future = np.arange(start, stop)[None, :] > query_index  # (n, b)
+            blocked = future if blocked is None else blocked | future
+        if blocked is not None:
+            np.copyto(s, -np.inf, where=blocked)
+        new_max = np.maximum(row_max, s.max(axis=-1, keepdims=True))  # (..., n, 1)
+        safe_max = np.where(np.isneginf(new_max), 0.0, new_max).astype(dtype, copy=False)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            correction = np.exp(row_max - safe_max)  # rescales what was summed so far
+            s -= safe_max
+            np.exp(s, out=s)  # (..., n, b): exp(score - new max), 0 where blocked
+        row_sum *= correction
+        row_sum += s.sum(axis=-1, keepdims=True)
+        out *= correction
+        out += s @ v[..., start:stop, :]  # (..., n, b) x (..., b, d_v) -> (..., n, d_v)
+        row_max = new_max
+    np.divide(out, row_sum, out=out, where=row_sum > 0)  # fully masked rows stay 0
+    return out
