@@ -122,7 +122,7 @@ class AttentionExplorer:
         self._updating = False
         start = load_example(example)
         style = {"description_width": "initial"}
-        layout = widgets.Layout(width="360px")
+        slider = widgets.Layout(width="440px")
         self.controls = {
             "example": widgets.Dropdown(
                 options=names + [CUSTOM], value=CUSTOM if sentence else example,
@@ -132,14 +132,12 @@ class AttentionExplorer:
                 continuous_update=False, style=style, layout=widgets.Layout(width="420px")),
             "mode": widgets.ToggleButtons(
                 options=[("document example", "example"), ("random q, k of size d_k", "random")],
-                value=mode, description="mode", style=style),
+                value=mode, description="mode", style={**style, "button_width": "190px"}),
             "temperature": widgets.FloatLogSlider(
-                value=1.0, base=10, min=math.log10(0.05), max=math.log10(20), step=0.01,
-                description="temperature T (weights = softmax(scores / T))",
-                readout_format=".2f", style=style, layout=layout),
+                value=1.0, base=10, min=-1.3, max=1.3, step=0.01,  # 0.05 to 20, with 1.0 on the grid
+                description="temperature T", readout_format=".2f", style=style, layout=slider),
             "d_k": widgets.IntSlider(
-                value=start.d_k, min=1, max=1024, description="d_k (scores divided by √d_k)",
-                style=style, layout=layout),
+                value=start.d_k, min=1, max=1024, description="d_k", style=style, layout=slider),
             "scaled": widgets.Checkbox(value=start.scaled, description="scale by 1/√d_k", style=style),
             "causal": widgets.Checkbox(value=False, description="causal mask (query i sees keys 0..i)",
                                        style=style),
@@ -156,7 +154,10 @@ class AttentionExplorer:
         self.widget = widgets.VBox([
             widgets.HBox([self.controls["mode"]]),
             widgets.HBox([self.controls["example"], self.controls["sentence"]]),
-            widgets.HBox([self.controls["temperature"], self.controls["d_k"]]),
+            widgets.HBox([self.controls["temperature"],
+                          widgets.HTML("weights = softmax(scores / T): low T sharpens, high T flattens")]),
+            widgets.HBox([self.controls["d_k"],
+                          widgets.HTML("scores = q·k / √d_k when scaled (in random mode also the width of q, k)")]),
             widgets.HBox([self.controls["scaled"], self.controls["causal"], self.controls["row"]]),
             self.image,
             self.readout,

@@ -1,0 +1,242 @@
+"""End to end: the attention explorer in JupyterLab, driven by keyboard in headless Chromium.
+
+A throw-away JupyterLab serves a *copy* of ``notebooks/07-explorer.ipynb`` (so
+autosave can never touch the repository's file); Playwright opens it in Debian's
+Chromium, runs all cells, moves the temperature and the d_k sliders with the
+keyboard, and checks that the heatmap image and the readout follow. It also
+checks that no cell shows an error, and measures how long a key press takes to
+reach the page as a new image.
+
+Screenshots and the timings go to ``test-artifacts/browser/`` (git-ignored).
+Skipped, with the way to enable it, when Chromium or Playwright is missing.
+"""
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, DEFAULT_CHROMIUM, JupyterLab, chromium_path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "07-explorer.ipynb"
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+ENABLE = ("install Chromium (Debian: apt-get install chromium) "
+          "and the test extra (pip install -e .[test])")
+
+TIMEOUT_MS = 90_000  # a loaded 2-core machine: JupyterLab's first load alone can take 20 s
+UPDATE_MS = 30_000  # a key press to a new image takes well under a second; fail fast if none comes
+
+EXPLORER = ".jp-OutputArea-output:has(img.attention-explorer-image)"
+IMAGE = "img.attention-explorer-image"
+READOUT = ".attention-explorer-readout"
+TEMPERATURE = ".attention-explorer-temperature"
+D_K = ".attention-explorer-d-k"
+# The status bar's kernel item ("Python 3 (ipykernel) | Idle") is the signal to wait for:
+# the toolbar's execution indicator already says "idle" while there is no kernel yet,
+# and Run All with no kernel connected clears the prompts and runs nothing.
+KERNEL_IDLE = """() => {
+    const text = document.querySelector("#jp-main-statusbar")?.innerText || "";
+    return !/No Kernel/.test(text) && /\\|\\s*Idle\\b/.test(text);
+}"""
+# What a failing cell leaves in the page: JupyterLab renders a traceback (an error
+# output) and a warning (a stderr stream) as text with these MIME types.
+ERROR_OUTPUTS = (
+    ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'],"
+    ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']"
+)
+
+# Records, in the page, when each key goes down and when the image's src changes.
+PROBE_JS = """(image) => {
+    const probe = {keys: [], images: []};
+    document.addEventListener("keydown", () => probe.keys.push(performance.now()), true);
+    new MutationObserver(() => probe.images.push([performance.now(), image.src]))
+        .observe(image, {attributes: true, attributeFilter: ["src"]});
+    window.__explorerProbe = probe;
+}"""
+
+
+@pytest.fixture(scope="module")
+def sync_api():
+    if chromium_path() is None:
+        where = os.environ.get("PLAYWRIGHT_CHROMIUM") or DEFAULT_CHROMIUM
+        pytest.skip(f"no Chromium at {where}: {ENABLE}")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        pytest.skip(f"Playwright is not installed: {ENABLE}")
+    return sync_api
+
+
+@pytest.fixture(scope="module")
+def notebook_root(tmp_path_factory):
+    """A folder holding a copy of the explorer notebook: the server's root."""
+    assert NOTEBOOK.is_file(), f"{NOTEBOOK} is missing"
+    root = tmp_path_factory.mktemp("lab-root")
+    shutil.copyfile(NOTEBOOK, root / NOTEBOOK.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def lab(sync_api, notebook_root, tmp_path_factory):
+    server = JupyterLab(notebook_root, tmp_path_factory.mktemp("lab-home"))
+    try:
+        server.start(timeout=120)
+        yield server
+    finally:
+        server.stop()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(server.log_path, ARTIFACTS / "jupyter-server.log")
+
+
+@pytest.fixture(scope="module")
+def page(sync_api, lab):
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1300})
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.console_errors = []
+            page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+            page.on("pageerror", lambda e: page.console_errors.append(f"uncaught: {e}"))
+            yield page
+        finally:
+            browser.close()
+
+
+def _image_src(page):
+    return page.locator(IMAGE).first.get_attribute("src")
+
+
+def _readout(page):
+    return page.locator(READOUT).first.inner_text()
+
+
+def _slider_readout(page, slider):
+    return page.locator(f"{slider} .widget-readout").first.inner_text().strip()
+
+
+def _shot(page, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(EXPLORER).first.scroll_into_view_if_needed()
+    page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
+    return page.locator(IMAGE).first.screenshot(path=ARTIFACTS / f"{name}-image.png")
+
+
+def _move(page, slider, key, presses, settled_text):
+    """Press ``key`` on the slider's handle ``presses`` times; timings in ms.
+
+    The first press is timed alone (key down to new image src); then the rest are
+    pressed, and the end is when the readout shows the slider's new value, which
+    the kernel sends after the image. ``settled_text(value)`` is the readout's
+    text for the slider readout ``value``.
+    """
+    from playwright.sync_api import TimeoutError  # Playwright's own, not the builtin
+
+    page.evaluate("() => { const p = window.__explorerProbe; p.keys.length = 0; p.images.length = 0; }")
+    handle = page.locator(f"{slider} .noUi-handle").first
+    handle.focus()
+    page.keyboard.press(key)
+    try:
+        page.wait_for_function("() => window.__explorerProbe.images.length > 0", timeout=UPDATE_MS)
+    except TimeoutError:
+        pytest.fail(f"no new heatmap image {UPDATE_MS // 1000} s after {key} on {slider}")
+    for _ in range(presses - 1):
+        page.keyboard.press(key)
+        page.wait_for_timeout(100)
+    value = _slider_readout(page, slider)
+    try:
+        page.locator(READOUT).first.filter(has_text=settled_text(value)).wait_for(timeout=UPDATE_MS)
+    except TimeoutError:
+        pytest.fail(f"the readout does not show {settled_text(value)!r} after {key} on {slider}:\n"
+                    f"{_readout(page)[:500]}")
+    probe = page.evaluate("() => window.__explorerProbe")
+    keys, images = probe["keys"], [t for t, _ in probe["images"]]
+    assert len(keys) == presses, f"{len(keys)} keydown events for {presses} presses"
+    last_key = max(k for k in keys if k <= images[-1])  # the press the final image answers
+    return value, {
+        "key": key,
+        "presses": presses,
+        "first_press_to_new_image_ms": round(images[0] - keys[0], 1),
+        "last_press_to_final_image_ms": round(images[-1] - last_key, 1),
+        "new_images": len(images),
+    }
+
+
+@pytest.mark.browser
+def test_explorer_follows_the_keyboard_in_jupyterlab(page, lab):
+    started = time.monotonic()
+    timings = {"server_start_s": round(lab.startup_seconds, 1)}
+    try:
+        page.goto(lab.url(f"/lab/tree/{NOTEBOOK.name}"), wait_until="domcontentloaded")
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
+        page.wait_for_function(KERNEL_IDLE)
+        timings["lab_load_s"] = round(time.monotonic() - started, 1)
+
+        # Run > Run All Cells, by the menu's command id rather than its label
+        page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text=NOTEBOOK.name).click()
+        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        page.wait_for_function(
+            f"() => (document.querySelector({IMAGE!r})?.src || '').startsWith('blob:')")
+        page.locator(READOUT).first.filter(has_text="temperature").wait_for()
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                     .every(p => /\\[\\d+\\]/.test(p.textContent))""")
+        page.wait_for_function(KERNEL_IDLE)
+        timings["run_all_s"] = round(time.monotonic() - started - timings["lab_load_s"], 1)
+        errors = page.locator(ERROR_OUTPUTS)
+        assert errors.count() == 0, f"a cell shows an error or a warning:\n{errors.first.inner_text()[:2000]}"
+        outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+        broken = [t for t in outputs if "Error displaying widget" in t or "Error rendering" in t]
+        assert not broken, f"a widget failed to render: {broken}"
+        assert page.locator(IMAGE).count() >= 1 and page.locator(TEMPERATURE).count() >= 1
+
+        page.evaluate(PROBE_JS, page.locator(IMAGE).first.element_handle())
+        image_0, readout_0 = _image_src(page), _readout(page)
+        pixels_0 = _shot(page, "1-after-run-all")
+        # a long label once squeezed the temperature track to 0 px: keys worked, the mouse could not
+        timings["slider_track_width_px"] = widths = {
+            name: round(page.locator(f"{slider} .noUi-target").first.bounding_box()["width"])
+            for name, slider in (("temperature", TEMPERATURE), ("d_k", D_K))}
+        assert min(widths.values()) >= 100, f"a slider's track is too narrow to drag: {widths} px"
+        assert _slider_readout(page, TEMPERATURE) == "1.00"
+
+        # temperature: T = 10**(-0.01 per press), so 5 presses give 0.89
+        t_value, timings["temperature"] = _move(
+            page, TEMPERATURE, "ArrowLeft", 5, lambda v: f"temperature {v}")
+        image_1, readout_1 = _image_src(page), _readout(page)
+        pixels_1 = _shot(page, "2-after-temperature")
+        assert float(t_value) < 1.0, f"the temperature slider did not move down: {t_value}"
+        assert image_1 != image_0 and pixels_1 != pixels_0, "the heatmap did not change with T"
+        assert readout_1 != readout_0 and f"temperature {t_value}" in readout_1
+
+        # d_k: PageUp moves 5 steps, so 3 presses take d_k from 3 to 18
+        d_k_before = int(_slider_readout(page, D_K))
+        d_k_value, timings["d_k"] = _move(page, D_K, "PageUp", 3, lambda v: f"√{v}")
+        image_2, readout_2 = _image_src(page), _readout(page)
+        pixels_2 = _shot(page, "3-after-d_k")
+        assert int(d_k_value) > d_k_before, f"the d_k slider did not move up: {d_k_value}"
+        assert image_2 != image_1 and pixels_2 != pixels_1, "the heatmap did not change with d_k"
+        assert readout_2 != readout_1 and f"√{d_k_value}" in readout_2
+
+        assert page.locator(ERROR_OUTPUTS).count() == 0, "an error appeared while the sliders moved"
+    except BaseException:  # pytest.fail raises a BaseException
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        try:
+            page.screenshot(path=ARTIFACTS / "failure.png", full_page=True)
+        except Exception as exc:  # the page may be gone; the original failure matters
+            print(f"no failure screenshot: {exc}")
+        raise
+    finally:
+        timings["test_s"] = round(time.monotonic() - started, 1)
+        timings["browser_console_errors"] = page.console_errors
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=2, ensure_ascii=False) + "\n")
+        print(f"\nbrowser test timings: {json.dumps(timings, ensure_ascii=False)}")
