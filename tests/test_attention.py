@@ -78,17 +78,12 @@ def reference_allowed(n, m, mask=None, causal=False):
 
 def reference_attention(q, k, v, mask=None, scale=None, causal=False):
     """The definition, written out: einsum scores, exp / sum over allowed keys."""
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    n, d_k = q.shape[-2:]
-    m = k.shape[-2]
-    if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
-    scores = np.einsum("...id,...jd->...ij", q, k) * scale
-    allowed = reference_allowed(n, m, mask, causal)
-    full = np.broadcast_shapes(scores.shape, allowed.shape, v.shape[:-2] + (1, 1))
-    allowed = np.broadcast_to(allowed, full)
+    scores = reference_scores(q, k, mask, scale, causal)  # -inf where blocked
+    v = np.asarray(v, dtype=np.float64)
+    full = np.broadcast_shapes(scores.shape, v.shape[:-2] + (1, 1))
     scores = np.broadcast_to(scores, full)
-    top = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True, initial=-np.inf)
+    allowed = scores > -np.inf
+    top = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)
     top = np.where(np.isfinite(top), top, 0.0)
     e = np.where(allowed, np.exp(np.where(allowed, scores, top) - top), 0.0)
     total = e.sum(axis=-1, keepdims=True)
