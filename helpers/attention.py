@@ -44,6 +44,7 @@ __all__ = [
     "entropy",
     "attention_flops",
     "attention_backward",
+    "softmax_jacobian",
     "split_heads",
     "merge_heads",
     "multi_head_attention",
@@ -679,6 +680,34 @@ def attention_flops(n, m, d_k, d_v):
 # ---------------------------------------------------------------------------
 # Gradients by hand
 # ---------------------------------------------------------------------------
+
+
+def softmax_jacobian(weights):
+    """Jacobian of the softmax at its output ``a``: ``J = diag(a) - a a^T``.
+
+    ``J[i, j] = d a_i / d s_j``: symmetric, its rows sum to 0, and it shrinks to
+    zero as ``a`` approaches one-hot, which is why a saturated softmax passes
+    almost no gradient back to its scores.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., m)
+        Softmax outputs (each row sums to 1).
+
+    Returns
+    -------
+    ndarray, shape (..., m, m)
+
+    Examples
+    --------
+    >>> softmax_jacobian([0.5, 0.5])
+    array([[ 0.25, -0.25],
+           [-0.25,  0.25]])
+    """
+    a = _real_array(weights, "weights")
+    a = a.astype(_float_dtype(a), copy=False)
+    eye = np.eye(a.shape[-1], dtype=a.dtype)
+    return a[..., :, None] * eye - a[..., :, None] * a[..., None, :]  # (..., m, m)
 
 
 def _sum_to_shape(grad, shape):

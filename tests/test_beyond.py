@@ -13,6 +13,8 @@ from helpers.attention import (
     multi_head_attention,
     padding_mask,
     scaled_dot_product_attention,
+    softmax,
+    softmax_jacobian,
     split_heads,
 )
 
@@ -171,3 +173,15 @@ def test_multi_head_class_and_errors():
 def test_heads_cost_the_same_flops_as_one_wide_head(h):
     d_model, n = 512, 100
     assert h * attention_flops(n, n, d_model // h, d_model // h) == attention_flops(n, n, d_model, d_model)
+
+
+def test_softmax_jacobian_matches_finite_differences():
+    s = RNG.standard_normal((3, 5))
+    jac = softmax_jacobian(softmax(s))
+    assert jac.shape == (3, 5, 5)
+    for row in range(3):
+        numeric = np.stack([
+            (softmax(s[row] + step) - softmax(s[row] - step)) / 2e-6 for step in np.eye(5) * 1e-6
+        ], axis=1)  # column j: d softmax / d s_j
+        np.testing.assert_allclose(jac[row], numeric, atol=1e-8)
+    np.testing.assert_allclose(jac.sum(axis=-1), 0.0, atol=1e-15)

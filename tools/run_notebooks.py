@@ -20,6 +20,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def run(path: Path) -> None:
@@ -33,9 +34,14 @@ def run(path: Path) -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
-    # Saved widget state holds fresh random model ids on every run; leave it out
-    # so that re-running gives no diff.
+    # Widgets get fresh random model ids on every run: leave their saved state
+    # out and give each widget view a stable id, so re-running gives no diff.
     nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for k, output in enumerate(cell.get("outputs", [])):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view is not None:
+                view["model_id"] = f"{cell.get('id', 'cell')}-{k}"
     nbformat.validate(nb)
     nbformat.write(nb, path)
 
@@ -48,7 +54,7 @@ def main(argv: list[str]) -> int:
         os.environ.setdefault(var, "1")
     paths = [Path(a) for a in argv] or sorted(NOTEBOOKS.glob("*.ipynb"))
     for path in paths:
-        print(f"running {path.relative_to(ROOT) if path.is_absolute() else path}", flush=True)
+        print(f"running {path.name}", flush=True)
         run(path.resolve())
     return 0
 
