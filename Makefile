@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_threads.py
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
+	$(BIN)/python benchmarks/bench_blockwise.py
 
 clean:
 	rm -rf $(VENV) build test-artifacts *.egg-info

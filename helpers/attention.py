@@ -1034,5 +1034,6 @@ def blockwise_attention(q, k, v, mask=None, *, scale=None, causal=False, block_s
         out *= correction
         out += s @ v[..., start:stop, :]  # (..., n, b) x (..., b, d_v) -> (..., n, d_v)
         row_max = new_max
+        del s  # free this block's scores before the next block's are allocated
     np.divide(out, row_sum, out=out, where=row_sum > 0)  # fully masked rows stay 0
     return out
