@@ -31,25 +31,18 @@ The targets, checked from the same run and marked ok or MISSED:
 
 from __future__ import annotations
 
-import os
-
-# Thread pools read these once, when NumPy is loaded: set them to every usable
-# core (not to 1 as `make test` does), then choose the thread count of each
-# measurement with threadpoolctl, so nothing inherited interferes.
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = str(_CORES)
-
 import argparse
 import math
-import platform
 import statistics
 import time
 import tracemalloc
 from functools import partial
 
+# Sets the thread variables before NumPy is imported, and brings the shared tools.
+from bench_attention import machine_facts
+
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from helpers.attention import blockwise_attention, scaled_dot_product_attention
 
@@ -143,37 +136,6 @@ def measure(n, repeats):
 # ---------------------------------------------------------------------------
 
 
-def cpu_model():
-    """The CPU's model name from /proc/cpuinfo, or what platform knows."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_facts():
-    """What the numbers depend on; no paths."""
-    blas = [
-        f"{lib['internal_api']} {lib.get('version')} "
-        f"({lib.get('threading_layer', '?')}, {lib.get('architecture', '?')})"
-        for lib in threadpool_info()
-        if lib["user_api"] == "blas"
-    ]
-    return {
-        "cpu": cpu_model(),
-        "cores": _CORES,
-        "load average (1, 5, 15 min)": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "blas": ", ".join(blas) or "none found",
-        "threads": "1 BLAS thread; time = CPU time of the process",
-    }
-
-
 COLUMNS = ("n", "variant", "CPU ms", "time ratio", "peak MiB", "memory ratio", "equals plain", "runs")
 LAYOUT = "{:>6}  {:<10}{:>9}{:>12}{:>10}{:>14}{:>14}{:>7}"
 
@@ -252,7 +214,10 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
-    for name, value in machine_facts().items():
+    facts = machine_facts(None)
+    del facts["torch"]
+    facts["threads"] = "1 BLAS thread; time = CPU time of the process"
+    for name, value in facts.items():
         print(f"{name + ':':<30}{value}")
     print(f"\nq, k, v: (1, n, {D}) {DTYPE}. CPU ms: median of {args.repeats} samples (runs: samples x calls).")
     print("time ratio = this time / plain time; memory ratio = plain peak / this peak.")
