@@ -39,7 +39,7 @@ import tracemalloc
 from functools import partial
 
 # Sets the thread variables before NumPy is imported, and brings the shared tools.
-from bench_attention import machine_facts
+from bench_attention import machine_facts, tracemalloc_peak
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -84,16 +84,6 @@ def cpu_seconds(fn, number):
     for _ in range(number):
         fn()
     return (time.process_time() - start) / number
-
-
-def tracemalloc_peak(fn):
-    """Peak bytes allocated during one ``fn()`` (NumPy reports its arrays to tracemalloc)."""
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def measure(n, repeats):
