@@ -35,7 +35,6 @@ import argparse
 import math
 import statistics
 import time
-import tracemalloc
 from functools import partial
 
 # Sets the thread variables before NumPy is imported, and brings the shared tools.
