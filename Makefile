@@ -31,8 +31,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers often run as root.
+ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
 lab: $(STAMP)
-	$(THREADS) $(BIN)/jupyter lab notebooks/00-index.ipynb
+	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
 test: $(STAMP)
 	$(THREADS) $(BIN)/python -m pytest
