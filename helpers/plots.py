@@ -102,7 +102,9 @@ def heatmap(
         raise ValueError(f'kind must be "weights" or "scores": got {kind!r}')
     ax.set_xticks(range(m), labels=col_labels if col_labels is not None else range(m))
     ax.set_yticks(range(n), labels=row_labels if row_labels is not None else range(n))
-    ax.tick_params(axis="x", labelrotation=45 if m > 6 else 0)
+    # Slant the key labels when they would run into each other: many keys, or long tokens.
+    longest = max((len(str(c)) for c in (col_labels if col_labels is not None else [m])), default=0)
+    ax.tick_params(axis="x", labelrotation=45 if m > 6 or (m > 3 and longest > 4) else 0)
     ax.set_xlabel("keys")
     ax.set_ylabel("queries")
     if title:
