@@ -17,7 +17,7 @@ THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
-	@echo "make notebooks  regenerate navigation, re-execute and re-save every notebook"
+	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make clean      remove .venv and build output"
 
@@ -43,6 +43,8 @@ test: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python tools/navigation.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
+	$(THREADS) $(BIN)/python tools/run_notebooks.py exercises/solutions/*.ipynb
+	$(BIN)/python tools/make_student_notebooks.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_threads.py

@@ -447,7 +447,7 @@ def check_i_am_happy_weights(weights):
 
     Examples
     --------
-    >>> w = [[0.3009, 0.3336, 0.3655], [0.2514, 0.3260, 0.4227], [0.2078, 0.3149, 0.4773]]
+    >>> w = [[0.2994, 0.3321, 0.3685], [0.2514, 0.3260, 0.4227], [0.2078, 0.3149, 0.4773]]
     >>> print(check_i_am_happy_weights(w))
     ✅ correct: Right: softmax(Q K^T / sqrt(3)), row by row.
     >>> check_i_am_happy_weights([[0.30, 0.33, 0.37], [0.26, 0.37, 0.37], [0.21, 0.32, 0.48]]).mistake

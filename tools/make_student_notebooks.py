@@ -1,0 +1,117 @@
+"""Generate the student notebooks from the solution notebooks.
+
+    python tools/make_student_notebooks.py           write exercises/student/*.ipynb
+    python tools/make_student_notebooks.py --check   exit 1 (and list the files) if any is stale
+
+For every ``exercises/solutions/<name>.ipynb`` this writes
+``exercises/student/<name>.ipynb``: each code cell tagged ``solution`` becomes
+an empty answer cell (tagged ``answer``, holding only ``# your answer here``),
+every output and execution count is cleared, and everything else (task cells,
+set-up and check cells, navigation, metadata) is kept as it is. The result
+depends only on the solution notebook: kept cells keep their ids and an answer
+cell's id is the solution cell's id plus ``-answer``, so running the script
+twice gives the same files. A student notebook with no solution notebook is
+reported as stale by ``--check`` and deleted otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "exercises" / "solutions"
+STUDENT = ROOT / "exercises" / "student"
+SOLUTION_TAG = "solution"
+ANSWER_TAG = "answer"
+ANSWER_SOURCE = "# your answer here"
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def is_solution(cell) -> bool:
+    """True for a code cell tagged ``solution``."""
+    return cell.cell_type == "code" and SOLUTION_TAG in _tags(cell)
+
+
+def answer_cell(solution_cell):
+    """The empty answer cell that replaces ``solution_cell`` (stable id)."""
+    cell = new_code_cell(ANSWER_SOURCE, metadata={"tags": [ANSWER_TAG]})
+    cell["id"] = f"{solution_cell.get('id', 'cell')}-{ANSWER_TAG}"[:64]
+    return cell
+
+
+def student_version(nb):
+    """A copy of the solution notebook ``nb`` with answers removed and outputs cleared."""
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb.cells:
+        if is_solution(cell):
+            cell = answer_cell(cell)
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)  # timing metadata, if a front end recorded any
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    nbformat.validate(nb)
+    return nb
+
+
+def student_text(solution_path: Path) -> str:
+    """The text of the student notebook generated from ``solution_path``."""
+    nb = nbformat.read(solution_path, as_version=4)
+    text = nbformat.writes(student_version(nb))
+    return text if text.endswith("\n") else text + "\n"
+
+
+def expected(solutions: Path = SOLUTIONS, student: Path = STUDENT) -> dict[Path, str | None]:
+    """Every student notebook path and the text it should have (None: it should not exist)."""
+    result: dict[Path, str | None] = {
+        student / path.name: student_text(path) for path in sorted(solutions.glob("*.ipynb"))
+    }
+    for path in sorted(student.glob("*.ipynb")):
+        result.setdefault(path, None)
+    return result
+
+
+def stale(solutions: Path = SOLUTIONS, student: Path = STUDENT) -> list[Path]:
+    """The student notebooks that are missing, out of date or without a solution notebook."""
+    out = []
+    for path, text in expected(solutions, student).items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != text:
+            out.append(path)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    paths = stale()
+    if check:
+        if paths:
+            print("student notebooks out of date: " + ", ".join(p.name for p in paths))
+            print("run: python tools/make_student_notebooks.py")
+            return 1
+        return 0
+    wanted = expected()
+    STUDENT.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        text = wanted[path]
+        if text is None:
+            path.unlink()
+        else:
+            path.write_text(text, encoding="utf-8")
+    print(f"student notebooks: {len(paths)} written or removed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
