@@ -27,10 +27,14 @@ SCORES_CMAP = "RdBu_r"
 ANNOTATE_MAX = 12  # write values in the cells up to this many rows and columns
 
 
+def _light(rgba):
+    """True where the colour(s) ``rgba`` (..., 4) are light (relative luminance > 0.5)."""
+    return np.asarray(rgba)[..., :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.5
+
+
 def _text_colour(rgba):
     """Black or white, whichever reads better on a cell of colour ``rgba``."""
-    r, g, b = rgba[:3]
-    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
+    return "black" if _light(rgba) else "white"
 
 
 def _symmetric_limit(matrix):
@@ -330,10 +334,10 @@ class AttentionFigure:
         if ax is None:
             return
         rgba = image.cmap(image.norm(np.where(np.isfinite(matrix), matrix, 0.0)))  # (n, m, 4)
-        dark = rgba[..., :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.5
+        light = _light(rgba)
         for (i, j), value in np.ndenumerate(matrix):
             if np.isfinite(value):
-                self._stamps.append((ax, j, i, fmt.format(value), "black" if dark[i, j] else "white", True))
+                self._stamps.append((ax, j, i, fmt.format(value), "black" if light[i, j] else "white", True))
             else:
                 self._stamps.append((ax, j, i, "-", "0.4", True))
 
@@ -365,10 +369,6 @@ class AttentionFigure:
     def title(self):
         """The bar chart's title: the selected row, its entropy and largest weight."""
         return self._title
-
-    def _dynamic_artists(self):
-        """The artists :meth:`update` changes, drawn by matplotlib on every :meth:`png`."""
-        return list(self.row_boxes)
 
     def _paint_bars(self, pixels):
         """Paint the bar chart's rectangles into ``pixels`` with NumPy (one slice per bar)."""
@@ -431,7 +431,7 @@ class AttentionFigure:
         from PIL import Image
 
         images = (self.im_scores, self.im_weights, self.im_out)
-        dynamic = self._dynamic_artists()
+        dynamic = self.row_boxes  # the only artists matplotlib redraws on every png()
         if self._canvas is None:
             self.figure.set_dpi(self.dpi)
             self._canvas = FigureCanvasAgg(self.figure)

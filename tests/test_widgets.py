@@ -102,6 +102,7 @@ def test_row_control_draws_that_row_as_bars(journey):
     journey.controls["row"].value = 3
     widths = [bar.get_width() for bar in journey._figure.bars]
     np.testing.assert_allclose(widths, journey.weights[3])
+    assert journey._figure.title.startswith("row 'with': entropy")
     journey.controls["row"].value = 0
 
 
