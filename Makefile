@@ -12,11 +12,13 @@ STAMP  := $(VENV)/.installed
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup lab test notebooks bench clean
+.PHONY: help setup web lab test notebooks slides site bench clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
+	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
+	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make clean      remove .venv and build output"
@@ -31,13 +33,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# The front-end files of the slides and the site (reveal.js, RequireJS, MathJax,
+# ipywidgets' HTML manager): npm package tarballs pinned by hash in
+# web/packages.json, unpacked into build/vendor/ once, at set-up time.
+VENDOR := build/vendor/.packages.json
+
+web: $(VENDOR)
+
+$(VENDOR): web/packages.json tools/web_assets.py | $(STAMP)
+	$(BIN)/python tools/web_assets.py
+
 # Jupyter refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 lab: $(STAMP)
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
-test: $(STAMP)
+test: $(STAMP) $(VENDOR)
 	$(THREADS) $(BIN)/python -m pytest
 
 notebooks: $(STAMP)
@@ -45,6 +57,14 @@ notebooks: $(STAMP)
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py exercises/solutions/*.ipynb
 	$(BIN)/python tools/make_student_notebooks.py
+
+slides: $(STAMP) $(VENDOR)
+	$(THREADS) $(BIN)/python tools/publish.py slides
+	@echo "Open build/slides/index.html in a browser (no server or network needed)."
+
+site: $(STAMP) $(VENDOR)
+	$(THREADS) $(BIN)/python tools/publish.py site
+	@echo "Open build/site/index.html, or serve it: $(BIN)/python -m http.server -d build/site"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_threads.py

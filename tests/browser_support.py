@@ -252,3 +252,43 @@ class JupyterLab:
             os.killpg(self.process.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+class StaticServer:
+    """A folder served over HTTP on a free loopback port, from a thread of this process.
+
+    The built slides and site are plain files; serving them (rather than opening
+    ``file://`` addresses) is how a reader's web server or a USB stick's browser
+    sees them, and lets the test count every request the page makes.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d, StaticServer(d) as server:
+    ...     server.url("a/b.html").startswith("http://127.0.0.1:")
+    True
+    """
+
+    def __init__(self, root):
+        import functools
+        import http.server
+        import threading
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):  # keep the test output clean
+                pass
+
+        handler = functools.partial(Quiet, directory=str(root))
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def url(self, path=""):
+        return f"http://127.0.0.1:{self.port}/{path}"

@@ -1,0 +1,425 @@
+"""Lecture mode and the static site: slide metadata, the offline assets, the built pages.
+
+The slow part, building, happens once per module: the whole site and one deck
+(01, "I am happy") go into temporary folders. The notebooks with widgets are run
+once to record the widgets' state (cached in build/executed/, shared with
+``make site``). Two browser tests then open the results in headless Chromium,
+served from a loopback HTTP server with every other host unreachable:
+
+* the deck's first slide renders and the right arrow moves to the second;
+* the site's index and the explorer notebook show their figures, typeset math
+  and a widget snapshot, with no console error and no request off the machine.
+
+Screenshots go to test-artifacts/publish/.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import tarfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from browser_support import CHROMIUM_ARGS, DEFAULT_CHROMIUM, StaticServer, chromium_path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import publish  # noqa: E402
+import slide_metadata  # noqa: E402
+import web_assets  # noqa: E402
+
+ARTIFACTS = ROOT / "test-artifacts" / "publish"
+DECK_SOURCE = ROOT / "notebooks" / "01-i-am-happy.ipynb"
+WIDGET_PAGE = "notebooks/01-i-am-happy.html"  # stored figures and the explorer
+ENABLE = "install Chromium (Debian: apt-get install chromium) and the test extra (pip install -e .[test])"
+TIMEOUT_MS = 60_000
+
+
+# ---------------------------------------------------------------------------
+# Slide metadata
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", slide_metadata.walkthrough_notebooks(), ids=lambda p: p.stem)
+def test_every_cell_of_a_walkthrough_has_a_slide_type(path):
+    assert slide_metadata.problems(path) == []
+
+
+def test_every_walkthrough_has_slides_and_fragments():
+    for path in slide_metadata.walkthrough_notebooks():
+        types = [slide_metadata.slide_type_of(c) for c in nbformat.read(path, as_version=4).cells]
+        assert types.count("slide") >= 3, path.name
+        assert "fragment" in types and "subslide" in types, path.name
+
+
+def _toy_notebook():
+    cells = [
+        new_markdown_cell("# Title\n\nWhat this is."),
+        new_markdown_cell("[next](x.ipynb)"),
+        new_markdown_cell("## Step 1"),
+        new_code_cell("x = 1"),
+        new_code_cell("x"),
+        new_markdown_cell("So x is 1."),
+        new_markdown_cell("And more prose."),
+        new_markdown_cell("### A detail"),
+        new_code_cell(""),
+        new_markdown_cell("[back](y.ipynb)"),
+    ]
+    cells[1].metadata["tags"] = ["navigation"]
+    cells[-1].metadata["tags"] = ["navigation"]
+    return new_notebook(cells=cells)
+
+
+def test_slide_rules():
+    types = slide_metadata.rule_types(_toy_notebook().cells)
+    assert types == ["slide", "skip", "slide", "fragment", "subslide", "subslide", "-", "subslide", "skip", "skip"]
+
+
+def test_a_lecturers_slide_types_are_kept_unless_reset(tmp_path):
+    nb = _toy_notebook()
+    nb.cells[3].metadata["slideshow"] = {"slide_type": "notes"}  # the lecturer's own choice
+    path = tmp_path / "toy.ipynb"
+    nbformat.write(nb, path)
+    assert slide_metadata.apply(path) == len(nb.cells) - 1
+    kept = nbformat.read(path, as_version=4)
+    assert slide_metadata.slide_type_of(kept.cells[3]) == "notes"
+    assert slide_metadata.problems(path) == []
+    assert slide_metadata.apply(path) == 0
+    assert slide_metadata.apply(path, reset=True) == 1
+    assert slide_metadata.slide_type_of(nbformat.read(path, as_version=4).cells[3]) == "fragment"
+
+
+def test_problems_names_a_missing_or_unknown_slide_type(tmp_path):
+    nb = _toy_notebook()
+    nb.cells[0].metadata["slideshow"] = {"slide_type": "fragment"}
+    nb.cells[2].metadata["slideshow"] = {"slide_type": "slidee"}
+    path = tmp_path / "bad.ipynb"
+    nbformat.write(nb, path)
+    found = "\n".join(slide_metadata.problems(path))
+    assert "'slidee'" in found and "None" in found
+    assert "first shown cell should open a slide, not 'fragment'" in found
+
+
+# ---------------------------------------------------------------------------
+# The pinned front-end packages
+# ---------------------------------------------------------------------------
+
+
+def _tarball(files: dict[str, bytes], top="package") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}" if top else name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_integrity_is_npm_sha512():
+    # The value npm prints for an empty tarball body: base64 of sha512("").
+    assert web_assets.integrity_of(b"") == (
+        "sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg=="
+    )
+
+
+def test_tarball_url_keeps_the_scope(monkeypatch):
+    monkeypatch.delenv("NPM_CONFIG_REGISTRY", raising=False)
+    assert web_assets.tarball_url("@jupyter-widgets/html-manager", "1.0.15") == (
+        "https://registry.npmjs.org/@jupyter-widgets/html-manager/-/html-manager-1.0.15.tgz"
+    )
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://mirror.example/npm/")
+    assert web_assets.tarball_url("reveal.js", "4.6.1") == "http://mirror.example/npm/reveal.js/-/reveal.js-4.6.1.tgz"
+
+
+def test_unpack_keeps_only_the_listed_paths(tmp_path):
+    data = _tarball({"dist/a.js": b"a", "dist/a.js.map": b"m", "dist/theme/x.css": b"x", "src/b.ts": b"b"})
+    pin = {"keep": ["dist/a.js", "dist/a.js.map", "dist/theme/"], "drop": [".map"]}
+    assert web_assets.unpack(data, pin, tmp_path) == 2
+    got = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert got == ["dist/a.js", "dist/theme/x.css"]
+
+
+def test_unpack_never_writes_outside_its_folder(tmp_path):
+    data = _tarball({"../evil.js": b"x", "package/ok.js": b"y"}, top="")
+    dest = tmp_path / "dest"
+    assert web_assets.unpack(data, {"keep": ["evil.js", "ok.js"], "drop": []}, dest) == 1
+    assert not (tmp_path / "evil.js").exists() and (dest / "ok.js").exists()
+
+
+def test_a_tarball_that_does_not_match_its_pin_is_refused(tmp_path, monkeypatch):
+    good = _tarball({"x.js": b"1"})
+    pin = {"version": "1.0.0", "integrity": web_assets.integrity_of(good), "keep": ["x.js"], "drop": []}
+
+    class Response(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    served = []
+    monkeypatch.setattr(web_assets.urllib.request, "urlopen", lambda url, timeout: served.append(url) or Response(b"tampered"))
+    with pytest.raises(SystemExit, match="does not match web/packages.json"):
+        web_assets.fetch("demo", pin, cache=tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing unverified is cached
+    # A damaged cached copy is thrown away and fetched again.
+    (tmp_path / "demo-1.0.0.tgz").write_bytes(b"damaged")
+    monkeypatch.setattr(web_assets.urllib.request, "urlopen", lambda url, timeout: Response(good))
+    assert web_assets.fetch("demo", pin, cache=tmp_path) == good
+    assert (tmp_path / "demo-1.0.0.tgz").read_bytes() == good
+
+
+def test_the_vendored_files_are_the_pinned_ones():
+    vendor = web_assets.ensure(quiet=True)
+    assert web_assets.up_to_date(vendor)
+    for path in (
+        "reveal.js/dist/reveal.js",
+        "reveal.js/plugin/notes/notes.js",
+        "requirejs/require.js",
+        "mathjax/es5/tex-chtml-full.js",
+        "@jupyter-widgets/html-manager/dist/embed-amd.js",
+    ):
+        assert (vendor / path).is_file(), path
+    pins = web_assets.load_pins()
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", p["version"]) for p in pins.values())
+    assert all(p["integrity"].startswith("sha512-") for p in pins.values())
+
+
+# ---------------------------------------------------------------------------
+# The built site and deck
+# ---------------------------------------------------------------------------
+
+
+class _Links(HTMLParser):
+    """Every address a page refers to: (tag, attribute, value)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.found.append((tag, name, value))
+
+
+def links_of(page: Path) -> list[tuple[str, str, str]]:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.found
+
+
+def _check_offline_and_linked(root: Path, page: Path) -> list[str]:
+    """Problems: a script/style/image/font from another host, or a relative link to nothing."""
+    bad = []
+    for tag, attr, value in links_of(page):
+        parts = urlsplit(value)
+        if parts.scheme in ("http", "https") or value.startswith("//"):
+            if tag != "a":  # a link the reader may click is fine; a resource the page loads is not
+                bad.append(f"{page.relative_to(root)}: <{tag} {attr}> loads {value} from the network")
+            continue
+        if parts.scheme or not parts.path:  # data:, mailto:, #anchor
+            continue
+        target = (page.parent / unquote(parts.path)).resolve()
+        if not target.exists():
+            bad.append(f"{page.relative_to(root)}: <{tag} {attr}={value!r}> points at nothing")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    publish.build_site(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory):
+    out = tmp_path_factory.mktemp("slides")
+    (page,) = publish.build_slides([DECK_SOURCE], out)
+    return page
+
+
+def _page_of(site: Path, source: Path) -> Path:
+    return site / source.relative_to(ROOT).with_suffix(".html")
+
+
+def test_the_site_has_a_page_for_every_notebook(site):
+    sources = publish.site_notebooks()
+    assert len(sources) >= 12 + 2 * len(list((ROOT / "exercises" / "solutions").glob("*.ipynb"))) - 2
+    for source in sources:
+        page = _page_of(site, source)
+        assert page.is_file(), page
+        title = publish.title_of(nbformat.read(source, as_version=4), "")
+        assert f"<title>{title}</title>" in page.read_text(encoding="utf-8").replace("&#34;", '"'), page
+    assert 'url=notebooks/00-index.html' in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_site_loads_nothing_from_the_network_and_has_no_broken_link(site):
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > len(publish.site_notebooks())  # the notebooks, docs, the entry page
+    problems = [p for page in pages if "_static" not in page.parts for p in _check_offline_and_linked(site, page)]
+    assert problems == []
+
+
+def test_links_between_notebooks_lead_to_pages(site):
+    index = (site / "notebooks" / "00-index.html").read_text(encoding="utf-8")
+    assert 'href="01-i-am-happy.html"' in index
+    for page in site.rglob("*.html"):
+        hrefs = [v for tag, attr, v in links_of(page) if tag == "a" and not urlsplit(v).scheme]
+        assert not [h for h in hrefs if ".ipynb" in h], page
+
+
+def test_widgets_are_saved_in_the_pages_that_show_them(site):
+    for source in publish.site_notebooks():
+        html = _page_of(site, source).read_text(encoding="utf-8")
+        shows_widget = publish.has_widgets(nbformat.read(source, as_version=4))
+        assert ("application/vnd.jupyter.widget-state+json" in html) == shows_widget, source.name
+        if shows_widget:
+            assert "html-manager/dist/embed-amd.js" in html
+
+
+def test_the_deck_follows_the_slide_metadata(deck):
+    nb = nbformat.read(DECK_SOURCE, as_version=4)
+    types = [slide_metadata.slide_type_of(c) for c in nb.cells]
+    html = deck.read_text(encoding="utf-8")
+    assert html.count('<div class="fragment"') == types.count("fragment")
+    # Every slide is a <section> holding its sub-slides, each a <section> too.
+    assert html.count("<section") == types.count("slide") * 2 + types.count("subslide")
+    assert "_static/reveal.js/dist/reveal.js" in html
+    assert [p for p in _check_offline_and_linked(deck.parent, deck)] == []
+    assert (deck.parent / "index.html").is_file()
+
+
+# ---------------------------------------------------------------------------
+# In the browser
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if chromium_path() is None:
+        where = os.environ.get("PLAYWRIGHT_CHROMIUM") or DEFAULT_CHROMIUM
+        pytest.skip(f"no Chromium at {where}: {ENABLE}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(f"Playwright is not installed: {ENABLE}")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Watched:
+    """A page that records console errors, uncaught exceptions and requests off the loopback host."""
+
+    def __init__(self, browser):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.errors, self.offsite = [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+        self.page.on("request", self._request)
+
+    def _request(self, request):
+        host = urlsplit(request.url).hostname
+        if urlsplit(request.url).scheme in ("http", "https") and host != "127.0.0.1":
+            self.offsite.append(request.url)
+
+    def shot(self, name):
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=ARTIFACTS / f"{name}.png")
+
+    def close(self):
+        self.context.close()
+
+
+def _wait_for_mathjax(page):
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.evaluate("() => MathJax.startup.promise")
+
+
+@pytest.mark.browser
+def test_the_deck_opens_on_its_title_and_moves_on(browser, deck):
+    nb = nbformat.read(DECK_SOURCE, as_version=4)
+    shown = [c for c in nb.cells if slide_metadata.slide_type_of(c) not in ("skip", "notes")]
+    second_slide = next(c for c in shown[1:] if slide_metadata.slide_type_of(c) == "slide")
+    second_heading = second_slide.source.splitlines()[0].lstrip("# ").strip()
+    watched = Watched(browser)
+    page = watched.page
+    try:
+        with StaticServer(deck.parent) as server:
+            page.goto(server.url(deck.name))
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+            _wait_for_mathjax(page)
+            assert page.evaluate("() => Reveal.getIndices()")["h"] == 0
+            title = page.locator(".reveal .slides > section.present h1").first
+            assert title.is_visible()
+            assert title.inner_text().strip().lower() == publish.title_of(nb, "").lower()
+            assert page.locator(".reveal .slides > section.present mjx-container").count() > 0  # the formula
+            assert page.evaluate("() => Reveal.getTotalSlides()") == sum(
+                slide_metadata.slide_type_of(c) in ("slide", "subslide") for c in nb.cells
+            )
+            watched.shot("deck-first-slide")
+
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("() => Reveal.getIndices().h === 1")
+            heading = page.locator(".reveal .slides > section.present h2").first
+            heading.wait_for(state="visible")
+            assert heading.inner_text().strip().lower() == second_heading.lower()
+            watched.shot("deck-second-slide")
+        assert watched.errors == []
+        assert watched.offsite == []
+    finally:
+        watched.close()
+
+
+@pytest.mark.browser
+def test_the_site_shows_figures_math_and_a_widget_snapshot(browser, site):
+    watched = Watched(browser)
+    page = watched.page
+    try:
+        with StaticServer(site) as server:
+            page.goto(server.url("index.html"))
+            page.wait_for_url("**/notebooks/00-index.html")
+            _wait_for_mathjax(page)
+            assert page.locator("mjx-container").count() > 0
+            numbered = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+            for source in numbered[1:]:
+                assert page.locator(f'a[href="{source.stem}.html"]').count() > 0, source.name
+            watched.shot("site-index")
+
+            page.locator('a[href="01-i-am-happy.html"]').first.click()
+            page.wait_for_url(f"**/{WIDGET_PAGE}")
+            _wait_for_mathjax(page)
+            # The widget snapshot: the html manager renders the saved sliders and the explorer's picture.
+            image = page.locator("img.attention-explorer-image").first
+            image.wait_for(state="visible")
+            assert page.evaluate("(img) => img.complete && img.naturalWidth > 300", image.element_handle())
+            assert page.locator(".attention-explorer-temperature .widget-readout").first.inner_text().strip() == "1.00"
+            assert page.locator(".widget-slider").count() >= 2
+            # Every stored figure (a PNG output) has loaded.
+            figures = page.locator(".jp-RenderedImage img")
+            assert figures.count() >= 3
+            assert page.evaluate("() => [...document.querySelectorAll('.jp-RenderedImage img')]"
+                                 ".every((img) => img.complete && img.naturalWidth > 0)")
+            image.scroll_into_view_if_needed()
+            watched.shot("site-explorer")
+        assert watched.errors == []
+        assert watched.offsite == []
+    finally:
+        watched.close()

@@ -1,0 +1,312 @@
+"""Build the lecture slide decks and the static site, both working offline.
+
+    python tools/publish.py slides [NOTEBOOK ...]   reveal.js decks into build/slides/
+    python tools/publish.py site                    the whole collection as HTML into build/site/
+
+Both read the notebooks as stored (their saved outputs are what is shown).
+A notebook whose outputs hold a widget is first run once more in a fresh
+kernel, on a copy, to record the widgets' state, which ``make notebooks``
+leaves out of the stored files so that they re-run without a diff. The copies
+are cached in ``build/executed/`` and reused while the notebook, ``helpers/``
+and ``data/`` are unchanged.
+
+Every script a page loads (reveal.js, RequireJS, MathJax 3, ipywidgets' HTML
+manager) is copied from ``build/vendor/`` (see tools/web_assets.py) into the
+build's ``_static/`` folder and linked by a relative address: a build can be
+zipped, copied to a USB stick or served by any static web server, and no page
+asks the network for anything. Links between notebooks are rewritten to the
+built pages.
+
+Slide decks follow each cell's slide type (tools/slide_metadata.py); decks
+open with reveal.js keyboard navigation (arrows, space, ``s`` for the speaker
+view). Widgets appear as the snapshot of their saved state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import slide_metadata  # noqa: E402
+import web_assets  # noqa: E402
+
+BUILD = ROOT / "build"
+EXECUTED = BUILD / "executed"
+TEMPLATES = ROOT / "web" / "templates"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# Relative links to notebooks (optionally with an #anchor) in the exported HTML.
+NOTEBOOK_LINK = re.compile(r'(href=")(?![a-z][a-z0-9+.-]*:|#|/)([^"#]*?)\.ipynb((?:#[^"]*)?")')
+MARKDOWN_LINK = re.compile(r'(href=")(?![a-z][a-z0-9+.-]*:|#|/)([^"#]*?)\.md((?:#[^"]*)?")')
+
+
+# ---------------------------------------------------------------------------
+# What gets published
+# ---------------------------------------------------------------------------
+
+
+def site_notebooks() -> list[Path]:
+    """Every notebook of the collection: the numbered ones, then the exercises."""
+    pages = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    for folder in ("student", "solutions"):
+        pages += sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
+    return pages
+
+
+def title_of(nb, default: str) -> str:
+    """The notebook's first ``# `` heading, as plain text."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return re.sub(r"[*_`$\\]", "", line[2:]).strip()
+    return default
+
+
+def has_widgets(nb) -> bool:
+    return any(WIDGET_VIEW in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", []))
+
+
+# ---------------------------------------------------------------------------
+# Widget state: run a copy
+# ---------------------------------------------------------------------------
+
+
+def _fingerprint(path: Path) -> str:
+    """A hash of everything a notebook's outputs depend on."""
+    h = hashlib.sha256()
+    for dep in [path, *sorted((ROOT / "helpers").glob("*.py")), *sorted((ROOT / "data").glob("*.json"))]:
+        h.update(dep.name.encode())
+        h.update(dep.read_bytes())
+    return h.hexdigest()
+
+
+def _kernel_environment() -> None:
+    """The kernel is this interpreter's, with one BLAS thread (as make notebooks runs them)."""
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def with_widget_state(path: Path, *, cache: Path = EXECUTED):
+    """The notebook at ``path``, re-run with its widgets' state saved when it has widgets."""
+    nb = nbformat.read(path, as_version=4)
+    if not has_widgets(nb):
+        return nb
+    from nbclient import NotebookClient
+
+    rel = path.resolve().relative_to(ROOT)
+    cached = cache / rel
+    key = cached.with_suffix(".key")
+    fingerprint = _fingerprint(path)
+    if cached.exists() and key.exists() and key.read_text() == fingerprint:
+        return nbformat.read(cached, as_version=4)
+    _kernel_environment()
+    print(f"publish: running {rel} to record its widgets", flush=True)
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=900,
+        record_timing=False,
+        coalesce_streams=True,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    if WIDGET_STATE not in nb.metadata.get("widgets", {}):
+        raise RuntimeError(f"{rel}: the run recorded no widget state")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, cached)
+    key.write_text(fingerprint)
+    return nb
+
+
+# ---------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------
+
+
+def _static_url(page: Path, out: Path) -> str:
+    return Path(os.path.relpath(out / "_static", page.parent)).as_posix()
+
+
+def _copy_static(out: Path) -> None:
+    vendor = web_assets.ensure(quiet=True)
+    shutil.copytree(vendor, out / "_static", dirs_exist_ok=True, ignore=shutil.ignore_patterns(".packages.json"))
+
+
+def _resources(nb, name: str, static: str, home: str) -> dict:
+    return {
+        "metadata": {"name": title_of(nb, name)},
+        "mathjax3_url": f"{static}/mathjax/es5/tex-chtml-full.js",
+        "widgets_assets_url": f"{static}/@jupyter-widgets/html-manager/dist/",
+        "site_home": home,
+    }
+
+
+def _configure(exporter, static: str) -> None:
+    exporter.require_js_url = f"{static}/requirejs/require.js"
+    exporter.widget_renderer_url = f"{static}/@jupyter-widgets/html-manager/dist/embed-amd.js"
+    exporter.exclude_anchor_links = True
+
+
+def site_exporter(static: str):
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="site", extra_template_basedirs=[str(TEMPLATES)])
+    _configure(exporter, static)
+    return exporter
+
+
+def slides_exporter(static: str):
+    from nbconvert import SlidesExporter
+
+    exporter = SlidesExporter(template_name="slides", extra_template_basedirs=[str(TEMPLATES)])
+    _configure(exporter, static)
+    exporter.reveal_url_prefix = f"{static}/reveal.js"
+    exporter.reveal_theme = "white"
+    exporter.reveal_transition = "none"
+    exporter.reveal_width = "1100"
+    exporter.reveal_height = "760"
+    return exporter
+
+
+def _page_shell(title: str, body: str, static: str) -> str:
+    """A plain page (the slides' list, the site's documents) in the same look as the notebooks."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{html.escape(title)}</title>\n"
+        "<style>body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;line-height:1.5}"
+        "code,pre{background:#f3f3f3}pre{padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.2em .5em}</style>\n"
+        f"</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Slides
+# ---------------------------------------------------------------------------
+
+
+def deck_name(path: Path) -> str:
+    return path.stem + ".slides.html"
+
+
+def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") -> list[Path]:
+    """One reveal.js deck per walkthrough notebook, plus an index.html listing them."""
+    paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_static(out)
+    problems = [p for path in paths for p in slide_metadata.problems(path)]
+    if problems:
+        raise SystemExit("publish: cells without a slide type (run tools/slide_metadata.py):\n" + "\n".join(problems))
+    decks = {path.stem for path in paths} | {p.name[: -len(".slides.html")] for p in out.glob("*.slides.html")}
+    exporter = slides_exporter(_static_url(out / "x.html", out))
+    built, items = [], []
+    for path in paths:
+        nb = with_widget_state(path)
+        body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, "_static", "index.html"))
+
+        def relink(m, decks=decks):
+            stem = Path(m.group(2)).name
+            if stem in decks:
+                return m.group(1) + f"{stem}.slides.html" + m.group(3)
+            return m.group(1) + 'index.html"'  # no deck (the index, an exercise): the list of decks
+
+        body = NOTEBOOK_LINK.sub(relink, body)
+        target = out / deck_name(path)
+        target.write_text(body, encoding="utf-8")
+        built.append(target)
+        print(f"publish: {out.name}/{target.name}", flush=True)
+    for deck in sorted(out.glob("*.slides.html")):
+        source = ROOT / "notebooks" / (deck.name[: -len(".slides.html")] + ".ipynb")
+        if source.exists():
+            title = title_of(nbformat.read(source, as_version=4), source.stem)
+            items.append(f'<li><a href="{deck.name}">{html.escape(title)}</a></li>')
+    body = (
+        "<h1>Attention, Step by Step: slide decks</h1>\n"
+        "<p>One deck per notebook. Arrow keys or space move on; <kbd>s</kbd> opens the speaker view; "
+        "<kbd>Esc</kbd> shows the overview. Widgets show their saved state: switch to JupyterLab to move sliders.</p>\n"
+        f"<ol>\n{chr(10).join(items)}\n</ol>"
+    )
+    (out / "index.html").write_text(_page_shell("Attention, Step by Step: slide decks", body, "_static"), encoding="utf-8")
+    return built
+
+
+# ---------------------------------------------------------------------------
+# Site
+# ---------------------------------------------------------------------------
+
+
+def _relink_site(body: str) -> str:
+    body = NOTEBOOK_LINK.sub(lambda m: m.group(1) + m.group(2) + ".html" + m.group(3), body)
+    return MARKDOWN_LINK.sub(lambda m: m.group(1) + m.group(2) + ".html" + m.group(3), body)
+
+
+def _markdown_page(path: Path, out: Path) -> Path:
+    """A markdown document of the repository (docs/*.md) as a plain page."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    page = out / path.relative_to(ROOT).with_suffix(".html")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8")
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
+    body = _relink_site(markdown2html_mistune(text))
+    page.write_text(_page_shell(title, body, _static_url(page, out)), encoding="utf-8")
+    return page
+
+
+def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> list[Path]:
+    """The collection as static HTML: every notebook, docs/*.md and an index.html entry page."""
+    paths = [Path(p).resolve() for p in (paths or site_notebooks())]
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_static(out)
+    home_page = out / "notebooks" / "00-index.html"
+    built = []
+    for path in paths:
+        page = out / path.relative_to(ROOT).with_suffix(".html")
+        page.parent.mkdir(parents=True, exist_ok=True)
+        static = _static_url(page, out)
+        nb = with_widget_state(path)
+        home = Path(os.path.relpath(home_page, page.parent)).as_posix()
+        body, _ = site_exporter(static).from_notebook_node(nb, resources=_resources(nb, path.stem, static, home))
+        page.write_text(_relink_site(body), encoding="utf-8")
+        built.append(page)
+        print(f"publish: {out.name}/{page.relative_to(out)}", flush=True)
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        built.append(_markdown_page(doc, out))
+    entry = (
+        '<meta http-equiv="refresh" content="0; url=notebooks/00-index.html">\n'
+        '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>'
+    )
+    (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry, "_static"), encoding="utf-8")
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["slides", "site"])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="only these notebooks (default: all)")
+    parser.add_argument("--out", type=Path, help="the output folder (default build/slides or build/site)")
+    args = parser.parse_args(argv)
+    if args.what == "slides":
+        built = build_slides(args.notebooks or None, args.out or BUILD / "slides")
+    else:
+        built = build_site(args.out or BUILD / "site", args.notebooks or None)
+    print(f"publish: {len(built)} pages in {(args.out or BUILD / args.what)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
