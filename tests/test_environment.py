@@ -64,3 +64,29 @@ def test_readme_first_screen_gives_the_two_commands():
 def test_ci_runs_make_test():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.MULTILINE)
+
+
+def test_binder_is_configured_at_the_root():
+    """Binder builds from environment.yml, then runs postBuild; `start` wraps the server."""
+    import os
+
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    names = {_split(d)[0] for d in env["dependencies"] if isinstance(d, str)}
+    assert {"jupyterlab", "ipywidgets", "numpy", "matplotlib"} <= names
+    for script in ("postBuild", "start"):
+        path = ROOT / script
+        assert path.read_text().startswith("#!/usr/bin/env bash"), script
+        assert os.access(path, os.X_OK), f"{script} must be executable"
+    assert "pip install --no-deps -e ." in (ROOT / "postBuild").read_text()
+    start = (ROOT / "start").read_text()
+    assert "OPENBLAS_NUM_THREADS=1" in start and start.rstrip().endswith('exec "$@"')
+
+
+def test_readme_binder_badge_opens_the_index_in_jupyterlab():
+    readme = (ROOT / "README.md").read_text()
+    badge = re.search(r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]\((https://mybinder\.org/v2/gh/[^)]+)\)", readme)
+    assert badge, "README.md has no Binder badge"
+    url = badge.group(1)
+    assert re.fullmatch(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/HEAD\?urlpath=lab/tree/(.+)", url)
+    target = url.split("urlpath=lab/tree/", 1)[1]
+    assert (ROOT / target).is_file(), f"the badge opens {target}, which does not exist"
