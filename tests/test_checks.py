@@ -6,6 +6,8 @@ give a CheckResult, never an exception.
 """
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +18,23 @@ from hypothesis.extra import numpy as hnp
 from helpers import attention, examples
 from helpers.checks import (
     CheckResult,
+    check_attention_entropy,
+    check_definition_shapes,
     check_flops,
+    check_i_am_happy_context,
     check_i_am_happy_weights,
+    check_init_std,
+    check_journey_scores_row,
+    check_journey_variance_d100,
+    check_journey_weights_row,
     check_masked_attention,
     check_section_5_2_exercise_1,
+    check_section_5_2_exercise_2,
+    check_section_5_2_exercise_4,
+    check_self_attention,
     check_stable_softmax,
     check_temperature_prediction,
+    check_why_scale_512,
 )
 
 softmax = attention.softmax
@@ -431,6 +444,610 @@ def test_temperature_other_cases():
 
 
 # ---------------------------------------------------------------------------
+# Exercise 2 of Section 5.2: the "cat sat mat" weights
+# ---------------------------------------------------------------------------
+
+CSM = examples.load_example("cat_sat_mat")
+SCORES_CSM = CSM.q @ CSM.k.T
+W_CSM = softmax(SCORES_CSM)
+
+
+def csm_document_matrix(rows=("weights_row1", "weights_row2")):
+    w = W_CSM.copy()
+    for fig_id in rows:
+        fig = CSM.figure(fig_id)
+        w[fig.index[0]] = fig.printed
+    return w
+
+
+def test_ex2_exact_and_rounded():
+    assert_correct(check_section_5_2_exercise_2(W_CSM))
+    assert_correct(check_section_5_2_exercise_2(W_CSM.round(2).tolist()))
+    # e/(e + 1 + e), 1/(2e + 1) and e^2/(2e + e^2) by hand
+    e = math.e
+    np.testing.assert_allclose(W_CSM[0], [e / (2 * e + 1), 1 / (2 * e + 1), e / (2 * e + 1)])
+    np.testing.assert_allclose(W_CSM[2], [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)])
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        (csm_document_matrix(), "document_rows"),
+        (csm_document_matrix(["weights_row1"]), "document_rows"),
+        (csm_document_matrix(["weights_row2"]), "document_rows"),
+        (softmax(SCORES_CSM / math.sqrt(2)), "scaled"),
+        (softmax(SCORES_CSM / 2), "divided_by_d_k"),
+        (softmax(SCORES_CSM, axis=0), "wrong_axis"),
+        (W_CSM.T, "wrong_axis"),  # Q = K: the transpose is the column softmax
+        (SCORES_CSM, "no_softmax"),
+        (W_CSM @ CSM.v, "returned_output"),
+        (W_CSM[:2], "wrong_shape"),
+        (W_CSM + 0.05, "wrong_values"),
+        ("weights", "wrong_type"),
+        (np.full((3, 3), np.inf), "not_finite"),
+    ],
+)
+def test_ex2_mistakes(answer, name):
+    assert_mistake(check_section_5_2_exercise_2(answer), name)
+
+
+def test_ex2_document_rows_names_tokens_and_not_yet():
+    r = check_section_5_2_exercise_2(csm_document_matrix())
+    assert "'sat'" in r.message and "'mat'" in r.message and "Step 2" in r.message
+    for empty in (None, "", [], np.zeros((0, 3))):
+        assert check_section_5_2_exercise_2(empty).status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# Exercise 4 of Section 5.2: W^Q = W^K
+# ---------------------------------------------------------------------------
+
+JOURNEY = examples.load_example("journey")
+XJ, WQJ, WKJ = JOURNEY.inputs, JOURNEY.w_q, JOURNEY.w_k
+PJ = XJ @ WQJ
+S_SHARED = PJ @ PJ.T
+
+
+def test_ex4_shared_scores_are_symmetric_psd_and_only_journey_prefers_itself():
+    # The facts the exercise rests on, computed here independently of the check.
+    np.testing.assert_allclose(S_SHARED, S_SHARED.T)
+    assert np.linalg.eigvalsh(S_SHARED).min() > -1e-12
+    diag = np.diag(S_SHARED)
+    assert np.all(diag >= 0)
+    assert np.all((diag[:, None] + diag[None, :]) / 2 >= S_SHARED - 1e-12)
+    assert [i for i in range(6) if S_SHARED[i, i] == S_SHARED[i].max()] == [1]
+    assert int(np.argmax(diag)) == 1
+    separate = (XJ @ WQJ) @ (XJ @ WKJ).T
+    assert not np.allclose(separate, separate.T, atol=5e-3)
+
+
+@pytest.mark.parametrize("favourites", [["journey"], "journey", ["Journey "], [1], np.array([1]), ("journey",)])
+def test_ex4_right(favourites):
+    assert_correct(check_section_5_2_exercise_4(S_SHARED))
+    assert_correct(check_section_5_2_exercise_4(S_SHARED.round(2), favourites))
+    assert_correct(check_section_5_2_exercise_4(None, favourites))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        ((XJ @ WQJ) @ (XJ @ WKJ).T, "separate_projections"),
+        ((XJ @ WKJ) @ (XJ @ WKJ).T, "shared_w_k"),
+        (XJ @ XJ.T, "no_projection"),
+        (S_SHARED / math.sqrt(2), "scaled"),
+        (S_SHARED / 2, "divided_by_d_k"),
+        (PJ.T @ PJ, "feature_gram"),
+        (softmax(S_SHARED), "returned_weights"),
+        (S_SHARED[:3], "wrong_shape"),
+        (S_SHARED + 0.1, "wrong_values"),
+        ({"S": 1}, "wrong_type"),
+    ],
+)
+def test_ex4_score_mistakes(answer, name):
+    assert_mistake(check_section_5_2_exercise_4(answer), name)
+    assert_mistake(check_section_5_2_exercise_4(answer, ["journey"]), name)
+
+
+@pytest.mark.parametrize(
+    "favourites, name",
+    [
+        (JOURNEY.tokens, "every_token"),
+        (list(range(6)), "every_token"),
+        ([], "no_token"),
+        (["Your"], "wrong_tokens"),
+        (["journey", "starts"], "wrong_tokens"),
+        (["cat"], "not_tokens"),
+        ([7], "not_tokens"),
+        ([1.0], "not_tokens"),
+        (42, "not_tokens"),
+    ],
+)
+def test_ex4_favourite_mistakes(favourites, name):
+    assert_mistake(check_section_5_2_exercise_4(S_SHARED, favourites), name)
+
+
+def test_ex4_not_yet():
+    for empty in (None, "", [], np.zeros((0, 6))):
+        assert check_section_5_2_exercise_4(empty).status == "not yet"
+        assert check_section_5_2_exercise_4(empty, None).status == "not yet"
+        assert check_section_5_2_exercise_4(empty, "  ").status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# Exercise 5 of Section 5.2: entropy
+# ---------------------------------------------------------------------------
+
+S_SEP = JOURNEY.q @ JOURNEY.k.T
+W_SEP = softmax(S_SEP)
+
+
+def plain_entropy(w, axis=-1):
+    return -np.sum(w * np.log(w), axis=axis)
+
+
+H_SEP = plain_entropy(W_SEP)
+
+
+def test_entropy_right():
+    assert_correct(check_attention_entropy(H_SEP))
+    assert_correct(check_attention_entropy(H_SEP.round(3).tolist()))
+    assert_correct(check_attention_entropy(attention.entropy(attention.softmax_loop(S_SEP))))
+    assert np.all(H_SEP <= math.log(6)) and np.all(H_SEP > 0)
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        (plain_entropy(W_SEP) / math.log(2), "log2"),
+        (-np.sum(W_SEP * np.log2(W_SEP), axis=-1), "log2"),
+        (-np.sum(W_SEP * np.log10(W_SEP), axis=-1), "log10"),
+        (np.sum(W_SEP * np.log(W_SEP), axis=-1), "no_minus"),
+        (plain_entropy(W_SEP, axis=0), "wrong_sum_axis"),
+        (plain_entropy(softmax(S_SEP, axis=0), axis=-1), "softmax_wrong_axis"),
+        (plain_entropy(softmax(S_SEP, axis=0), axis=0), "softmax_wrong_axis"),
+        (plain_entropy(softmax(S_SEP / math.sqrt(2))), "scaled"),
+        (-np.mean(W_SEP * np.log(W_SEP), axis=-1), "mean_not_sum"),
+        (-W_SEP * np.log(W_SEP), "not_summed"),
+        (plain_entropy(S_SEP), "entropy_of_scores"),
+        (H_SEP[:3], "wrong_shape"),
+        (H_SEP + 0.01, "wrong_values"),
+        ([1.7, "x"], "wrong_type"),
+    ],
+)
+def test_entropy_mistakes(answer, name):
+    assert_mistake(check_attention_entropy(answer), name)
+
+
+def test_entropy_wrong_axes_coincide_when_q_equals_k():
+    # Why the exercise uses the journey projections: with Q = K ("cat sat mat") the
+    # softmax over the wrong axis gives exactly the entropies summed over the wrong axis.
+    np.testing.assert_allclose(
+        plain_entropy(softmax(SCORES_CSM, axis=0), axis=-1), plain_entropy(W_CSM, axis=0)
+    )
+    assert not np.allclose(plain_entropy(softmax(S_SEP, axis=0), axis=-1), plain_entropy(W_SEP, axis=0), atol=1e-3)
+
+
+def test_entropy_not_yet():
+    for empty in (None, "", [], np.array([])):
+        assert check_attention_entropy(empty).status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# "I am happy": context vectors
+# ---------------------------------------------------------------------------
+
+C_HAPPY = W_HAPPY @ HAPPY.v
+
+
+def test_context_exact_and_rounded():
+    assert_correct(check_i_am_happy_context(C_HAPPY))
+    assert_correct(check_i_am_happy_context(C_HAPPY.round(2)))
+    np.testing.assert_allclose(C_HAPPY, examples.compute_quantity(HAPPY, "out"))
+    assert round(C_HAPPY[0, 1], 4) == 0.5207
+
+
+def document_weights():
+    return np.stack([HAPPY.figure(f"weights_row{i}").printed for i in range(3)])
+
+
+def context_document_matrix(rows=(0, 1, 2)):
+    c = C_HAPPY.copy()
+    for i in rows:
+        c[i] = HAPPY.figure(f"context_row{i}").printed
+    return c
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        (context_document_matrix(), "document_rows"),
+        (context_document_matrix([0]), "document_rows"),
+        (context_document_matrix([2]), "document_rows"),
+        (document_weights() @ HAPPY.v, "document_rows"),  # the printed weights give the printed rows
+        (softmax(SCORES_H) @ HAPPY.v, "unscaled"),
+        (softmax(SCORES_H / 3) @ HAPPY.v, "divided_by_d_k"),
+        (softmax(SCORES_H / math.sqrt(3), axis=0) @ HAPPY.v, "wrong_axis"),
+        (W_HAPPY, "returned_weights"),
+        ((SCORES_H / math.sqrt(3)) @ HAPPY.v, "no_softmax"),
+        (C_HAPPY.T, "transposed"),
+        (HAPPY.v @ W_HAPPY, "values_first"),
+        (C_HAPPY[:, :2], "wrong_shape"),
+        (C_HAPPY + 0.02, "wrong_values"),
+    ],
+)
+def test_context_mistakes(answer, name):
+    assert_mistake(check_i_am_happy_context(answer), name)
+
+
+def test_context_document_rows_messages():
+    r = check_i_am_happy_context(context_document_matrix([0]))
+    assert "'I'" in r.message and "0.5207" in r.message and "'am'" not in r.message
+    r = check_i_am_happy_context(context_document_matrix([1, 2]))
+    assert "'am' and 'happy'" in r.message and "Step 5" in r.message
+
+
+def test_context_not_yet():
+    for empty in (None, "", [], np.zeros((3, 0))):
+        assert check_i_am_happy_context(empty).status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# "cat sat": d_k = 512, and the initialisation
+# ---------------------------------------------------------------------------
+
+D512 = examples.load_example("cat_sat_why_scale_512").d_k
+
+
+def test_d_k_is_512():
+    assert D512 == 512
+
+
+def simulated_variance(d, n=100_000, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    return float(np.var(np.einsum("ij,ij->i", q, k)))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [(512, 22.63, 1), ("512", math.sqrt(512), 1.0), (512.0, 22.6, 0.99), (np.float64(512), np.array([22.627]), 1)],
+)
+def test_why_scale_right(answer):
+    assert_correct(check_why_scale_512(*answer))
+
+
+def test_why_scale_simulated_estimate_passes():
+    var = simulated_variance(D512, n=20_000)
+    assert abs(var - 512) / 512 < 0.03
+    assert_correct(check_why_scale_512(var, math.sqrt(var), var / D512))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        ((math.sqrt(512), 22.63, 1), "gave_std"),
+        ((1, 22.63, 1), "already_scaled"),
+        ((512**2, 22.63, 1), "squared"),
+        ((512, 512, 1), "gave_variance"),
+        ((512, 1, 1), "already_scaled"),
+        ((512, 22.63, 512 / 512**2), "divided_by_d_k"),
+        ((512, 22.63, 512 / math.sqrt(512)), "variance_divided_by_sqrt"),
+        ((512, 22.63, 512), "not_scaled"),
+        ((300, 22.63, 1), "wrong_value"),
+        (("a lot", 22.63, 1), "not_a_number"),
+        ((float("inf"), 22.63, 1), "not_finite"),
+    ],
+)
+def test_why_scale_mistakes(answer, name):
+    assert_mistake(check_why_scale_512(*answer), name)
+
+
+def test_why_scale_partial_and_not_yet():
+    assert check_why_scale_512(None).status == "not yet"
+    assert check_why_scale_512(None, None, None).status == "not yet"
+    r = check_why_scale_512(512)
+    assert r.status == "not yet" and "the std" in r.message
+    assert_mistake(check_why_scale_512(None, 512), "gave_variance")
+
+
+HE = math.sqrt(2 / 512)
+XAVIER = math.sqrt(2 / (512 + 512))
+
+
+def test_init_values():
+    assert HE == 0.0625
+    assert round(XAVIER, 4) == 0.0442
+
+
+@pytest.mark.parametrize("answer", [(HE, XAVIER), (0.0625, 0.0442), ("0.0625", "0.04419")])
+def test_init_right(answer):
+    assert_correct(check_init_std(*answer))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        ((XAVIER, XAVIER), "swapped"),
+        ((HE, HE), "swapped"),
+        ((2 / 512, XAVIER), "variance_not_std"),
+        ((HE, 2 / 1024), "variance_not_std"),
+        ((HE, math.sqrt(1 / 1024)), "xavier_without_2"),
+        ((HE, math.sqrt(6 / 1024)), "xavier_uniform_bound"),
+        ((0.1, XAVIER), "wrong_value"),
+        ((HE, [1, 2]), "not_a_number"),
+    ],
+)
+def test_init_mistakes(answer, name):
+    assert_mistake(check_init_std(*answer), name)
+
+
+def test_init_not_yet():
+    assert check_init_std(None).status == "not yet"
+    assert check_init_std(HE).status == "not yet"
+    assert check_init_std(None, XAVIER).status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# "journey": the scores and weights row, the forward pass, the variance at d = 100
+# ---------------------------------------------------------------------------
+
+S_J = (XJ @ WQJ) @ (XJ @ WKJ).T
+W_J = softmax(S_J / math.sqrt(2))
+
+
+def test_journey_rows_exact():
+    np.testing.assert_allclose(S_J[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
+    assert round(W_J[1, 1], 4) == 0.2264
+    assert_correct(check_journey_scores_row(S_J[1]))
+    assert_correct(check_journey_scores_row(S_J[1].round(2).tolist()))
+    assert_correct(check_journey_weights_row(W_J[1]))
+    assert_correct(check_journey_weights_row(W_J[1].round(2)))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        (JOURNEY.figure("scores_row1").printed, "document_row"),
+        ([14.5, 25.1, 24.8, 14.3, 8.6, 17.6], "document_row"),
+        (S_J[1] / math.sqrt(2), "scaled"),
+        (S_J[1] / 2, "divided_by_d_k"),
+        (((XJ @ WKJ) @ (XJ @ WQJ).T)[1], "swapped_q_k"),
+        (S_J[:, 1], "swapped_q_k"),
+        ((XJ @ XJ.T)[1], "no_projection"),
+        (S_J, "whole_matrix"),
+        (S_J[0], "wrong_row"),
+        (S_J[5], "wrong_row"),
+        (S_J[1][:5], "wrong_shape"),
+        (S_J[1] + 0.1, "wrong_values"),
+    ],
+)
+def test_journey_scores_mistakes(answer, name):
+    assert_mistake(check_journey_scores_row(answer), name)
+
+
+def test_journey_wrong_row_message():
+    assert "'Your' (row 0" in check_journey_scores_row(S_J[0]).message
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        ([0.15, 0.22, 0.22, 0.13, 0.09, 0.18], "document_row"),
+        (softmax(S_J[1]), "unscaled"),
+        (softmax(S_J[1] / 2), "divided_by_d_k"),
+        (softmax(S_J / math.sqrt(2), axis=0)[:, 1], "wrong_axis"),
+        (softmax(np.array([14.5, 25.1, 24.8, 14.3, 8.6, 17.6]) / math.sqrt(2)), "document_scores"),
+        (W_J, "whole_matrix"),
+        (W_J[4], "wrong_row"),
+        (W_J[1][::-1], "wrong_values"),
+        (W_J[1][:, None], "wrong_shape"),
+    ],
+)
+def test_journey_weights_mistakes(answer, name):
+    assert_mistake(check_journey_weights_row(answer), name)
+
+
+def test_journey_not_yet():
+    for check in (check_journey_scores_row, check_journey_weights_row):
+        for empty in (None, "", [], np.array([])):
+            assert check(empty).status == "not yet"
+
+
+def good_self_attention(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    w = good_softmax(q @ k.T / np.sqrt(k.shape[-1]))
+    return w @ v
+
+
+class GoodSelfAttention:
+    def __init__(self, w_q, w_k, w_v):
+        self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
+
+    def forward(self, x):
+        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
+
+
+class CallableSelfAttention(GoodSelfAttention):
+    forward = None
+
+    def __call__(self, x):
+        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
+
+
+def self_attention_with(scale=None, axis=-1, transpose=True, swap=False, weights=False, project_v=True):
+    def fn(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q, x @ w_k, (x @ w_v if project_v else x)
+        s = (k @ q.T if swap else q @ (k.T if transpose else k))
+        w = softmax(s * (1 / np.sqrt(k.shape[-1]) if scale is None else scale(x, w_q)), axis=axis)
+        return w if weights else w @ v
+
+    return fn
+
+
+def test_self_attention_right():
+    assert_correct(check_self_attention(good_self_attention))
+    assert_correct(check_self_attention(GoodSelfAttention))
+    assert_correct(check_self_attention(CallableSelfAttention))
+    assert_correct(check_self_attention(lambda x, wq, wk, wv: (good_self_attention(x, wq, wk, wv), "weights")))
+    np.testing.assert_allclose(
+        good_self_attention(XJ, WQJ, WKJ, JOURNEY.w_v),
+        sdpa(JOURNEY.q, JOURNEY.k, JOURNEY.v)[0],
+    )
+
+
+@pytest.mark.parametrize(
+    "fn, name",
+    [
+        (self_attention_with(scale=lambda x, w: 1.0), "unscaled"),
+        (self_attention_with(scale=lambda x, w: 1 / w.shape[1]), "divided_by_d_k"),
+        (self_attention_with(scale=lambda x, w: 1 / np.sqrt(w.shape[0])), "scaled_by_d_in"),
+        (self_attention_with(axis=0), "wrong_axis"),
+        (self_attention_with(transpose=False), "raises"),  # journey: (6, 2) @ (6, 2) cannot be computed
+        (self_attention_with(swap=True), "swapped_q_k"),
+        (self_attention_with(weights=True), "returned_weights"),
+        (self_attention_with(project_v=False), "unprojected_values"),
+        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv).T, "wrong_shape"),
+        (lambda x, wq, wk, wv: "context", "wrong_shape"),
+        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv) + 1, "wrong_values"),
+        (lambda x: x, "raises"),
+        ("SelfAttention", "not_callable"),
+    ],
+)
+def test_self_attention_mistakes(fn, name):
+    assert_mistake(check_self_attention(fn), name)
+
+
+def test_self_attention_no_transpose_seen_on_the_square_case():
+    # q @ k only has a shape when n = d_out: the second, seeded case (4 x 4).
+    def no_transpose_when_possible(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+        if q.shape[0] != k.shape[1]:
+            return good_self_attention(x, w_q, w_k, w_v)
+        return softmax(q @ k / np.sqrt(k.shape[-1])) @ v
+
+    assert_mistake(check_self_attention(no_transpose_when_possible), "no_transpose")
+
+    def weights_when_square(x, w_q, w_k, w_v):
+        out = good_self_attention(x, w_q, w_k, w_v)
+        if x.shape[0] != w_q.shape[1]:
+            return out
+        q, k = x @ w_q, x @ w_k
+        return softmax(q @ k.T / np.sqrt(k.shape[-1]))
+
+    assert_mistake(check_self_attention(weights_when_square), "returned_weights")
+
+
+def test_self_attention_not_yet():
+    assert check_self_attention(None).status == "not yet"
+
+
+V100 = examples.load_example("journey_variance_d100")
+
+
+@pytest.mark.parametrize("answer", [(100, 1), (107.4, 1.074), ("100", "1.0"), (97, 0.97)])
+def test_variance_d100_right(answer):
+    assert_correct(check_journey_variance_d100(*answer))
+
+
+def test_variance_d100_simulated_and_document():
+    var = simulated_variance(100, n=20_000, seed=1)
+    assert_correct(check_journey_variance_d100(var, var / 100))
+    given = V100.given
+    assert_correct(check_journey_variance_d100(given["variance_before"], V100.figure("variance_after").printed))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        ((10, 1), "gave_std"),
+        ((1, 1), "already_scaled"),
+        ((10_000, 1), "squared"),
+        ((100, 10), "variance_divided_by_sqrt"),
+        ((100, 0.01), "divided_by_d_k"),
+        ((100, 100), "not_scaled"),
+        ((50, 1), "wrong_value"),
+        ((100, "one"), "not_a_number"),
+        ((100, float("nan")), "not_finite"),
+    ],
+)
+def test_variance_d100_mistakes(answer, name):
+    assert_mistake(check_journey_variance_d100(*answer), name)
+
+
+def test_variance_d100_not_yet():
+    assert check_journey_variance_d100(None).status == "not yet"
+    assert check_journey_variance_d100(100).status == "not yet"
+
+
+# ---------------------------------------------------------------------------
+# The definition page: shapes
+# ---------------------------------------------------------------------------
+
+N5, M5, DK5, DV5 = 3, 5, 4, 6
+
+
+def shapes_of(n, m, d_k, d_v):
+    rng = np.random.default_rng(5)
+    q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    s = q @ k.T
+    w = softmax(s)
+    return s.shape, w.shape, (w @ v).shape
+
+
+RIGHT_SHAPES = shapes_of(N5, M5, DK5, DV5)
+
+
+def test_shapes_right():
+    assert RIGHT_SHAPES == ((3, 5), (3, 5), (3, 6))
+    assert_correct(check_definition_shapes(*RIGHT_SHAPES))
+    assert_correct(check_definition_shapes([3, 5], np.array([3, 5]), "(3, 6)"))
+    assert_correct(check_definition_shapes("3 x 5", (3.0, 5.0), [np.int64(3), 6]))
+
+
+@pytest.mark.parametrize(
+    "answer, name",
+    [
+        (shapes_of(M5, N5, DK5, DV5), "n_m_swapped"),
+        (((3, 5), (3, 5), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
+        ((shapes_of(N5, N5, DK5, DV5)[0], (3, 5), (3, 6)), "assumed_square"),
+        (((5, 5), (3, 5), (3, 6)), "assumed_square"),
+        (((3, DK5), (3, 5), (3, 6)), "used_d_k"),
+        (((3, 5), (5, 3), (3, 6)), "n_m_swapped"),
+        (((3, 5), (3, 5), (DV5, N5)), "transposed"),
+        (((3, 5), (3, 5), (3, 5)), "out_is_weights"),
+        (((3, 5), (3, 5), (5, 6)), "n_m_swapped"),
+        (((3, 5), (3, 5), (3,)), "wrong_shape"),
+        (((3, 5, 1), (3, 5), (3, 6)), "wrong_shape"),
+        ((("three", "five"), (3, 5), (3, 6)), "not_a_shape"),
+        (("3 by 5", (3, 5), (3, 6)), "not_a_shape"),
+        (((3, -5), (3, 5), (3, 6)), "not_a_shape"),
+        (((3, 5.5), (3, 5), (3, 6)), "not_a_shape"),
+        ((True, (3, 5), (3, 6)), "not_a_shape"),
+    ],
+)
+def test_shapes_mistakes(answer, name):
+    assert_mistake(check_definition_shapes(*answer), name)
+
+
+def test_number_verdict_skips_a_mistake_within_tolerance_of_the_answer():
+    # A mistake that cannot be told apart from the right answer is never reported.
+    from helpers.checks import _number_verdict
+
+    kwargs = dict(what="x", expected=1.0, rtol=0.01, hint="")
+    near = [("close_mistake", 1.009, "a hint")]
+    assert_mistake(_number_verdict(1.015, mistakes=near, **kwargs), "wrong_value")
+    assert_mistake(_number_verdict(1.5, mistakes=[("far_mistake", 1.5, "a hint")], **kwargs), "far_mistake")
+    assert _number_verdict(1.005, mistakes=near, **kwargs) is None
+
+
+def test_shapes_partial_and_not_yet():
+    assert check_definition_shapes(None).status == "not yet"
+    assert check_definition_shapes((), [], "").status == "not yet"
+    r = check_definition_shapes((3, 5))
+    assert r.status == "not yet" and "the weights" in r.message and "the output" in r.message
+
+
+# ---------------------------------------------------------------------------
 # Robustness: arbitrary answers and arbitrary functions
 # ---------------------------------------------------------------------------
 
@@ -467,7 +1084,38 @@ ANSWER_CHECKS = [
     lambda a: check_temperature_prediction(softmax(SCORES_C / 2), a),
     check_stable_softmax,
     check_masked_attention,
+    check_section_5_2_exercise_2,
+    check_section_5_2_exercise_4,
+    lambda a: check_section_5_2_exercise_4(a, a),
+    lambda a: check_section_5_2_exercise_4(S_SHARED, a),
+    lambda a: check_section_5_2_exercise_4(None, a),
+    check_attention_entropy,
+    check_i_am_happy_context,
+    check_why_scale_512,
+    lambda a: check_why_scale_512(a, a, a),
+    lambda a: check_why_scale_512(512, 22.63, a),
+    check_init_std,
+    lambda a: check_init_std(HE, a),
+    check_journey_scores_row,
+    check_journey_weights_row,
+    check_self_attention,
+    check_journey_variance_d100,
+    lambda a: check_journey_variance_d100(100, a),
+    check_definition_shapes,
+    lambda a: check_definition_shapes(a, a, a),
+    lambda a: check_definition_shapes((3, 5), (3, 5), a),
 ]
+
+
+def test_every_check_is_in_the_robustness_tests():
+    # Every public check must be thrown arbitrary input below, so a new check has to be
+    # listed in ANSWER_CHECKS (directly or inside a lambda) or in FUNCTION_CHECKS.
+    import helpers.checks as checks_module
+
+    public = {name for name in checks_module.__all__ if name.startswith("check_")}
+    answer_list = Path(__file__).read_text(encoding="utf-8").split("ANSWER_CHECKS = [", 1)[1].split("\n]\n", 1)[0]
+    listed = set(re.findall(r"\bcheck_\w+", answer_list)) | {c.__name__ for c in FUNCTION_CHECKS}
+    assert public - listed == set(), f"not covered by the hypothesis tests: {sorted(public - listed)}"
 
 
 @settings(deadline=None, max_examples=100)
@@ -514,10 +1162,13 @@ callables = st.one_of(
 )
 
 
+FUNCTION_CHECKS = (check_stable_softmax, check_masked_attention, check_self_attention)
+
+
 @settings(deadline=None, max_examples=100)
 @given(callables)
 def test_any_function_gives_a_result(fn):
-    for check in (check_stable_softmax, check_masked_attention):
+    for check in FUNCTION_CHECKS:
         result = check(fn)
         assert isinstance(result, CheckResult)
         assert result.status in ("incorrect", "correct")
@@ -573,5 +1224,29 @@ class BadList(list):
 @pytest.mark.parametrize("answer", [BadStr("2e9"), BadList([1, 2])])
 def test_failure_inside_a_check_gives_unreadable(answer):
     # An answer that breaks the checker's own code still gives a result.
-    for check in (check_flops, check_section_5_2_exercise_1, check_i_am_happy_weights):
+    for check in (
+        check_flops,
+        check_section_5_2_exercise_1,
+        check_i_am_happy_weights,
+        check_section_5_2_exercise_2,
+        check_section_5_2_exercise_4,
+        lambda a: check_section_5_2_exercise_4(None, a),
+        check_attention_entropy,
+        check_i_am_happy_context,
+        check_why_scale_512,
+        check_init_std,
+        check_journey_scores_row,
+        check_journey_weights_row,
+        check_journey_variance_d100,
+        check_definition_shapes,
+    ):
         assert_mistake(check(answer), "unreadable")
+
+
+def test_every_public_check_is_wrapped_so_it_never_raises():
+    import helpers.checks as checks_module
+
+    for name in checks_module.__all__:
+        if name.startswith("check_"):
+            check = getattr(checks_module, name)
+            assert getattr(check, "__wrapped__", None) is not None, f"{name} is not wrapped by _never_raise"
