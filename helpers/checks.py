@@ -1529,6 +1529,15 @@ def check_init_std(he_std, xavier_std=None):
 _JOURNEY_ROW = 1  # the query "journey", whose row the document prints
 
 
+def _match_row(arr, matrix, row, mistakes, *, tokens, what, atol):
+    """``_match`` for one row of ``matrix``; an unrecognised answer that is another row says so."""
+    result = _match(arr, matrix[row], mistakes, what=what, atol=atol)
+    if result is not None and result.mistake == "wrong_values":
+        other = _other_row(arr, matrix, row, tokens, atol)
+        result = result if other is None else other  # not ``or``: an incorrect result is falsy
+    return result
+
+
 def _other_row(arr, matrix, row, tokens, atol):
     """A mistake for a row of ``matrix`` other than ``row``, or None."""
     if arr.ndim != 1 or arr.shape[0] != matrix.shape[1]:
@@ -1600,10 +1609,7 @@ def check_journey_scores_row(row):
         ("whole_matrix", lambda: scores,
          "That is the whole 6 x 6 matrix; give only the row of 'journey' (row 1)."),
     ]
-    result = _match(arr, exact, mistakes, what="scores", atol=HAND_ATOL)
-    if result is not None and result.mistake == "wrong_values":
-        other = _other_row(arr, scores, _JOURNEY_ROW, ex.tokens, HAND_ATOL)
-        result = result if other is None else other  # not ``or``: an incorrect result is falsy
+    result = _match_row(arr, scores, _JOURNEY_ROW, mistakes, tokens=ex.tokens, what="scores", atol=HAND_ATOL)
     return result if result is not None else _correct(
         "Right: the 'journey' query against every key, (X W_q)[1] @ (X W_k)^T, before scaling."
     )
@@ -1663,10 +1669,7 @@ def check_journey_weights_row(row):
         ("whole_matrix", lambda: weights,
          "That is the whole 6 x 6 weights matrix; give only the row of 'journey' (row 1)."),
     ]
-    result = _match(arr, exact, mistakes, what="weights", atol=HAND_ATOL)
-    if result is not None and result.mistake == "wrong_values":
-        other = _other_row(arr, weights, _JOURNEY_ROW, ex.tokens, HAND_ATOL)
-        result = result if other is None else other
+    result = _match_row(arr, weights, _JOURNEY_ROW, mistakes, tokens=ex.tokens, what="weights", atol=HAND_ATOL)
     return result if result is not None else _correct(
         f"Right: softmax of the 'journey' scores divided by sqrt({d_k}); the self-weight is "
         f"{exact[_JOURNEY_ROW]:.4f}."

@@ -67,6 +67,21 @@ def chromium_path():
     return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
+ENABLE = "install Chromium (Debian: apt-get install chromium) and the test extra (pip install -e .[test])"
+
+
+def unavailable():
+    """Why the browser tests cannot run here (a message saying how to enable them), or None."""
+    import importlib.util
+
+    if chromium_path() is None:
+        where = os.environ.get("PLAYWRIGHT_CHROMIUM") or DEFAULT_CHROMIUM
+        return f"no Chromium at {where}: {ENABLE}"
+    if importlib.util.find_spec("playwright") is None:
+        return f"Playwright is not installed: {ENABLE}"
+    return None
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

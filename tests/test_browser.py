@@ -12,7 +12,6 @@ Skipped, with the way to enable it, when Chromium or Playwright is missing.
 """
 
 import json
-import os
 import re
 import shutil
 import time
@@ -20,13 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, DEFAULT_CHROMIUM, JupyterLab, chromium_path
+from browser_support import CHROMIUM_ARGS, JupyterLab, chromium_path, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "07-explorer.ipynb"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-ENABLE = ("install Chromium (Debian: apt-get install chromium) "
-          "and the test extra (pip install -e .[test])")
 
 TIMEOUT_MS = 90_000  # a loaded 2-core machine: JupyterLab's first load alone can take 20 s
 UPDATE_MS = 30_000  # a key press to a new image takes well under a second; fail fast if none comes
@@ -62,13 +59,11 @@ PROBE_JS = """(image) => {
 
 @pytest.fixture(scope="module")
 def sync_api():
-    if chromium_path() is None:
-        where = os.environ.get("PLAYWRIGHT_CHROMIUM") or DEFAULT_CHROMIUM
-        pytest.skip(f"no Chromium at {where}: {ENABLE}")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        pytest.skip(f"Playwright is not installed: {ENABLE}")
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from playwright import sync_api
+
     return sync_api
 
 

@@ -169,12 +169,17 @@ def test_happy_exact_and_rounded():
     np.testing.assert_allclose(W_HAPPY, examples.compute_quantity(HAPPY, "weights"))
 
 
-def document_matrix(rows=("weights_row1", "weights_row2")):
-    w = W_HAPPY.copy()
+def with_printed_rows(example, weights, rows=("weights_row1", "weights_row2")):
+    """``weights`` with the named rows replaced by what the document printed."""
+    w = weights.copy()
     for fig_id in rows:
-        fig = HAPPY.figure(fig_id)
+        fig = example.figure(fig_id)
         w[fig.index[0]] = fig.printed
     return w
+
+
+def document_matrix(rows=("weights_row1", "weights_row2")):
+    return with_printed_rows(HAPPY, W_HAPPY, rows)
 
 
 @pytest.mark.parametrize(
@@ -453,11 +458,7 @@ W_CSM = softmax(SCORES_CSM)
 
 
 def csm_document_matrix(rows=("weights_row1", "weights_row2")):
-    w = W_CSM.copy()
-    for fig_id in rows:
-        fig = CSM.figure(fig_id)
-        w[fig.index[0]] = fig.printed
-    return w
+    return with_printed_rows(CSM, W_CSM, rows)
 
 
 def test_ex2_exact_and_rounded():

@@ -16,7 +16,6 @@ Screenshots go to test-artifacts/publish/.
 from __future__ import annotations
 
 import io
-import os
 import re
 import sys
 import tarfile
@@ -28,7 +27,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from browser_support import CHROMIUM_ARGS, DEFAULT_CHROMIUM, StaticServer, chromium_path
+from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -40,7 +39,6 @@ import web_assets  # noqa: E402
 ARTIFACTS = ROOT / "test-artifacts" / "publish"
 DECK_SOURCE = ROOT / "notebooks" / "01-i-am-happy.ipynb"
 WIDGET_PAGE = "notebooks/01-i-am-happy.html"  # stored figures and the explorer
-ENABLE = "install Chromium (Debian: apt-get install chromium) and the test extra (pip install -e .[test])"
 TIMEOUT_MS = 60_000
 
 
@@ -310,13 +308,11 @@ def test_the_deck_follows_the_slide_metadata(deck):
 
 @pytest.fixture(scope="module")
 def browser():
-    if chromium_path() is None:
-        where = os.environ.get("PLAYWRIGHT_CHROMIUM") or DEFAULT_CHROMIUM
-        pytest.skip(f"no Chromium at {where}: {ENABLE}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(f"Playwright is not installed: {ENABLE}")
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
         try:
