@@ -182,7 +182,7 @@ def slides_exporter(static: str):
     return exporter
 
 
-def _page_shell(title: str, body: str, static: str) -> str:
+def _page_shell(title: str, body: str) -> str:
     """A plain page (the slides' list, the site's documents) in the same look as the notebooks."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
@@ -212,11 +212,12 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     if problems:
         raise SystemExit("publish: cells without a slide type (run tools/slide_metadata.py):\n" + "\n".join(problems))
     decks = {path.stem for path in paths} | {p.name[: -len(".slides.html")] for p in out.glob("*.slides.html")}
-    exporter = slides_exporter(_static_url(out / "x.html", out))
+    static = "_static"  # every deck sits next to the _static/ folder
+    exporter = slides_exporter(static)
     built, items = [], []
     for path in paths:
         nb = with_widget_state(path)
-        body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, "_static", "index.html"))
+        body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static, "index.html"))
 
         def relink(m, decks=decks):
             stem = Path(m.group(2)).name
@@ -240,7 +241,7 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
         "<kbd>Esc</kbd> shows the overview. Widgets show their saved state: switch to JupyterLab to move sliders.</p>\n"
         f"<ol>\n{chr(10).join(items)}\n</ol>"
     )
-    (out / "index.html").write_text(_page_shell("Attention, Step by Step: slide decks", body, "_static"), encoding="utf-8")
+    (out / "index.html").write_text(_page_shell("Attention, Step by Step: slide decks", body), encoding="utf-8")
     return built
 
 
@@ -263,7 +264,7 @@ def _markdown_page(path: Path, out: Path) -> Path:
     text = path.read_text(encoding="utf-8")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
     body = _relink_site(markdown2html_mistune(text))
-    page.write_text(_page_shell(title, body, _static_url(page, out)), encoding="utf-8")
+    page.write_text(_page_shell(title, body), encoding="utf-8")
     return page
 
 
@@ -290,7 +291,7 @@ def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> l
         '<meta http-equiv="refresh" content="0; url=notebooks/00-index.html">\n'
         '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>'
     )
-    (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry, "_static"), encoding="utf-8")
+    (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry), encoding="utf-8")
     return built
 
 
