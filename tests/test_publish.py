@@ -301,6 +301,15 @@ def test_the_deck_follows_the_slide_metadata(deck):
     assert (deck.parent / "index.html").is_file()
 
 
+def test_a_rebuild_removes_the_pages_of_renamed_notebooks(tmp_path):
+    for rel in ("notebooks/old.html", "notebooks/new.html", "index.html", "_static/x/page.html"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    publish._remove_stale(tmp_path, [tmp_path / "notebooks/new.html", tmp_path / "index.html"])
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html"))
+    assert left == ["_static/x/page.html", "index.html", "notebooks/new.html"]
+
+
 # ---------------------------------------------------------------------------
 # In the browser
 # ---------------------------------------------------------------------------

@@ -182,6 +182,14 @@ def slides_exporter(static: str):
     return exporter
 
 
+def _remove_stale(out: Path, keep: list[Path]) -> None:
+    """Delete the pages of an earlier build that this one did not write (a renamed notebook's)."""
+    keep = {p.resolve() for p in keep}
+    for page in out.rglob("*.html"):
+        if "_static" not in page.relative_to(out).parts and page.resolve() not in keep:
+            page.unlink()
+
+
 def _page_shell(title: str, body: str) -> str:
     """A plain page (the slides' list, the site's documents) in the same look as the notebooks."""
     return (
@@ -205,6 +213,7 @@ def deck_name(path: Path) -> str:
 
 def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") -> list[Path]:
     """One reveal.js deck per walkthrough notebook, plus an index.html listing them."""
+    whole = not paths  # a full build also removes the decks of notebooks that no longer exist
     paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
     _copy_static(out)
@@ -230,6 +239,8 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
         target.write_text(body, encoding="utf-8")
         built.append(target)
         print(f"publish: {out.name}/{target.name}", flush=True)
+    if whole:
+        _remove_stale(out, [*built, out / "index.html"])
     for deck in sorted(out.glob("*.slides.html")):
         source = ROOT / "notebooks" / (deck.name[: -len(".slides.html")] + ".ipynb")
         if source.exists():
@@ -270,6 +281,7 @@ def _markdown_page(path: Path, out: Path) -> Path:
 
 def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> list[Path]:
     """The collection as static HTML: every notebook, docs/*.md and an index.html entry page."""
+    whole = not paths  # a full build also removes the pages of notebooks that no longer exist
     paths = [Path(p).resolve() for p in (paths or site_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
     _copy_static(out)
@@ -292,6 +304,8 @@ def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> l
         '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>'
     )
     (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry), encoding="utf-8")
+    if whole:
+        _remove_stale(out, [*built, out / "index.html"])
     return built
 
 
