@@ -38,6 +38,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import navigation  # noqa: E402
 import slide_metadata  # noqa: E402
 import web_assets  # noqa: E402
 
@@ -65,13 +66,11 @@ def site_notebooks() -> list[Path]:
 
 
 def title_of(nb, default: str) -> str:
-    """The notebook's first ``# `` heading, as plain text."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return re.sub(r"[*_`$\\]", "", line[2:]).strip()
-    return default
+    """The notebook's title (its first ``# `` heading, as tools/navigation.py reads it), as plain text."""
+    try:
+        return re.sub(r"[*_`$\\]", "", navigation.title_of(nb)).strip()
+    except ValueError:  # no title
+        return default
 
 
 def has_widgets(nb) -> bool:
