@@ -218,13 +218,13 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
     heights = [s[1].shape[0] for s in stages]
     left_margin = 0.25 + (0.085 * max(len(t) for t in query_tokens) if query_tokens else 0.0)
     right_margin = 0.25
-    above = 0.75 + (0.3 if key_tokens else 0.0)  # title (+ key tokens) above the boxes
+    above = 0.5 + (0.3 if key_tokens else 0.0)  # title (+ key tokens) above the boxes
     below = 0.45  # shapes under the boxes
     fig_width = 12.0
     cell = (fig_width - left_margin - right_margin - sum(gaps)) / sum(widths)
     cell = min(cell, 0.5, (5.0 - above - below) / max(heights))
     content = cell * sum(widths) + sum(gaps)
-    fig_height = max(2.6, above + below + cell * max(heights) + 0.2)
+    fig_height = max(2.4, above + below + cell * max(heights) + 0.15)
     x = left_margin + max(0.0, (fig_width - left_margin - right_margin - content) / 2)
     cell_pt = cell * 72
 
@@ -308,7 +308,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
             ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>",
                                          mutation_scale=14, color="#333333", linewidth=1.4, gid=f"arrow:{name}"))
             if label:
-                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=9, color="#333333",
+                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=min(10.0, label_size), color="#333333",
                         linespacing=1.1, gid=f"op:{name}")
         x += g
     return fig
@@ -768,7 +768,7 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
     query_label = str(query_label)
     results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
-    layout = _lookup_layout(keys, values, results + ["output = sum of w_j v_j"])
+    layout = _lookup_layout(keys, values, results + ["output = \u03a3 w v (weights x values)"])
     panels = 1 if hard_index is None else 2
     height = 0.55 * m + 1.4
     width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))
