@@ -224,9 +224,17 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
     cell = (fig_width - left_margin - right_margin - sum(gaps)) / sum(widths)
     cell = min(cell, 0.5, (5.0 - above - below) / max(heights))
     content = cell * sum(widths) + sum(gaps)
-    fig_height = max(2.4, above + below + cell * max(heights) + 0.15)
     x = left_margin + max(0.0, (fig_width - left_margin - right_margin - content) / 2)
     cell_pt = cell * 72
+    label_size = float(np.clip(cell_pt * 0.45, 7.0, 10.0))
+    # key tokens above K^T and the weights: level at 8-9 points when the cells are wide enough, else slanted
+    band = 0.0
+    if key_tokens:
+        widest = max(len(t) for t in key_tokens) * 0.6 / 72  # inches per point of font size
+        token_size = float(np.clip(0.95 * cell / widest, 8.0, label_size * 0.9))
+        slant = token_size * widest > 0.95 * cell
+        band = 0.12 + (0.66 * token_size * widest if slant else token_size / 72 * 1.3)
+    fig_height = max(2.4, 0.5 + band + below + cell * max(heights) + 0.15)
 
     fig = _new_figure((fig_width, fig_height))
     ax = fig.add_axes((0, 0, 1, 1))
@@ -246,14 +254,13 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                     texts[name, i, j] = _format(value, decimals)
     longest = max((len(t) for t in texts.values()), default=1)
     number_size = float(np.clip(0.92 * cell_pt / (0.64 * longest), 5.0, 12.0))
-    label_size = float(np.clip(cell_pt * 0.45, 7.0, 10.0))
     grid = cell_pt >= 4
 
     import matplotlib as mpl
 
     purples = mpl.colormaps["Purples"]
     # all titles on one line, above the tallest box and its key tokens
-    title_line = mid + cell * max(heights) / 2 + 0.1 + (0.3 if key_tokens else 0.0)
+    title_line = mid + cell * max(heights) / 2 + 0.1 + band
     for index, (name, matrix, fill, title, op, label) in enumerate(stages):
         rows, cols = matrix.shape
         x0, y0 = x, mid - rows * cell / 2
@@ -281,17 +288,15 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                                linewidth=1.4, gid=f"box:{name}"))
         ax.text(x0 + cols * cell / 2, y0 - 0.08, f"({rows}, {cols})", ha="center", va="top",
                 fontsize=label_size, color="#555555", gid=f"shape:{name}")
+        if name == "weights":
+            ax.text(x0 + cols * cell / 2, y0 - 0.3, "each row sums to 1", ha="center", va="top",
+                    fontsize=label_size * 0.85, color="#6a4c93", gid="note:weights")
         top = y1 + 0.08
         if key_tokens and name in ("K^T", "weights") and cols <= 12:
-            # the key tokens fit level at 8-9 points when the cells are wide enough, else slant them
-            widest = max(len(t) for t in key_tokens) * 0.6 / 72  # inches per point of font size
-            size = float(np.clip(0.95 * cell / widest, 8.0, label_size * 0.9))
-            slant = size * widest > 0.95 * cell
             for j, token in enumerate(key_tokens):
                 ax.text(x0 + (j + 0.5) * cell, top, token, ha="left" if slant else "center", va="bottom",
-                        rotation=40 if slant else 0, rotation_mode="anchor", fontsize=size, color=KEY_COLOUR,
+                        rotation=40 if slant else 0, rotation_mode="anchor", fontsize=token_size, color=KEY_COLOUR,
                         parse_math=False, gid=f"token:{name}:{j}")
-            top += 0.3
         if query_tokens and name == "Q" and rows <= 12:  # rows of scores, weights, out line up with these
             for i, token in enumerate(query_tokens):
                 ax.text(x0 - 0.06, y1 - (i + 0.5) * cell, token, ha="right", va="center", fontsize=label_size * 0.9,
