@@ -599,6 +599,26 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                            ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
                            va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
                            fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
+    if q is not None and not column and m <= 4 and np.hypot(*q) > 0:
+        # the angle theta between the query and each key, as an arc near the origin
+        from matplotlib.patches import Arc
+
+        start = math.degrees(math.atan2(q[1], q[0]))
+        for j, vec in enumerate(vectors):
+            if np.hypot(*vec) == 0 or (indexed and j == query):
+                continue
+            end = math.degrees(math.atan2(vec[1], vec[0]))
+            sweep = (end - start + 180.0) % 360.0 - 180.0  # the short way round, in (-180, 180]
+            if abs(sweep) < 1.0:
+                continue
+            radius = reach * (0.22 + 0.08 * j)
+            low, high = sorted((start, start + sweep))
+            plane.add_patch(Arc((0, 0), 2 * radius, 2 * radius, theta1=low, theta2=high, color=KEY_COLOUR,
+                                linewidth=1.0, alpha=0.8, gid=f"arc:{j}"))
+            middle = math.radians(start + sweep / 2)
+            plane.text(1.3 * radius * math.cos(middle), 1.3 * radius * math.sin(middle),
+                       f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
+                       va="center", gid=f"arc_label:{j}")
     if q is not None:
         plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
 

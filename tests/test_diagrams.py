@@ -269,6 +269,9 @@ def test_vectors_2d_query_by_index_and_plane_alone():
     assert len(fig.axes) == 2 and "arrow:query" not in artists(fig, "arrow:")
     assert [number(artists(fig, f"dot:{j}")[f"dot:{j}"].get_text()) for j in range(3)] == [1.0, 1.0, 2.0]
     assert [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)] == ["45\u00b0", "45\u00b0", "0\u00b0"]
+    arcs = artists(fig, "arc:")  # the angle to the query drawn as an arc (none for the query itself)
+    assert sorted(arcs) == ["arc:0", "arc:1"]
+    assert [arcs[f"arc:{j}"].theta2 - arcs[f"arc:{j}"].theta1 for j in range(2)] == pytest.approx([45, 45])
     fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"])
     assert len(fig.axes) == 1 and artists(fig, "dot:") == {}
     render(fig)
