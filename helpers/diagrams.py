@@ -313,7 +313,8 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
             ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>",
                                          mutation_scale=14, color="#333333", linewidth=1.4, gid=f"arrow:{name}"))
             if label:
-                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=min(10.0, label_size), color="#333333",
+                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=min(10.0, label_size),
+                        color="#333333",
                         linespacing=1.1, gid=f"op:{name}")
         x += g
     return fig

@@ -268,7 +268,8 @@ def test_vectors_2d_query_by_index_and_plane_alone():
     fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"], query=2)
     assert len(fig.axes) == 2 and "arrow:query" not in artists(fig, "arrow:")
     assert [number(artists(fig, f"dot:{j}")[f"dot:{j}"].get_text()) for j in range(3)] == [1.0, 1.0, 2.0]
-    assert [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)] == ["45\u00b0", "45\u00b0", "0\u00b0"]
+    angles = [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)]
+    assert angles == ["45\u00b0", "45\u00b0", "0\u00b0"]
     arcs = artists(fig, "arc:")  # the angle to the query drawn as an arc (none for the query itself)
     assert sorted(arcs) == ["arc:0", "arc:1"]
     assert [arcs[f"arc:{j}"].theta2 - arcs[f"arc:{j}"].theta1 for j in range(2)] == pytest.approx([45, 45])
@@ -285,7 +286,8 @@ def test_vectors_2d_query_by_index_and_plane_alone():
         (np.ones((3, 2)), list("ab"), {}, r"labels .* must hold 3 labels: got 2"),
         (np.ones((3, 2)), list("abc"), {"query": np.ones(3)}, r"query must be .* got shape \(3,\)"),
         (np.ones((3, 2)), list("abc"), {"query": 3}, r"query index must be from 0 to 2"),
-        (np.ones((3, 2)), list("abc"), {"weights": np.ones(2) / 2}, r"weights must be one row .*\(3,\): got shape \(2,\)"),
+        (np.ones((3, 2)), list("abc"), {"weights": np.ones(2) / 2},
+         r"weights must be one row .*\(3,\): got shape \(2,\)"),
     ],
 )
 def test_vectors_2d_rejects_bad_input(vectors, labels, kwargs, message):
