@@ -45,6 +45,8 @@ from .attention import scaled_dot_product_attention
 __all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
 
 NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
+CELLS_MAX = 144  # up to this many cells a matrix is drawn cell by cell, beyond as one image
+LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # relative luminance of linear RGB
 LINE_WIDTH = 8.0  # points of line width for a weight of 1 (head view)
 MINUS = "\u2212"  # a real minus sign, wider than the hyphen
 QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
@@ -226,7 +228,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
     content = cell * sum(widths) + sum(gaps)
     x = left_margin + max(0.0, (fig_width - left_margin - right_margin - content) / 2)
     cell_pt = cell * 72
-    label_size = float(np.clip(cell_pt * 0.45, 7.0, 10.0))
+    label_size = float(np.clip(cell_pt * 0.45, 8.5, 10.0))
     # key tokens above K^T and the weights: level at 8-9 points when the cells are wide enough, else slanted
     band = 0.0
     if key_tokens:
@@ -257,6 +259,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
     grid = cell_pt >= 4
 
     import matplotlib as mpl
+    from matplotlib.colors import to_rgba
 
     purples = mpl.colormaps["Purples"]
     # all titles on one line, above the tallest box and its key tokens
@@ -265,22 +268,25 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         rows, cols = matrix.shape
         x0, y0 = x, mid - rows * cell / 2
         y1 = y0 + rows * cell
-        for (i, j), value in np.ndenumerate(matrix):
+        blocked = (~mask) if name in masked_stages else np.zeros(matrix.shape, dtype=bool)
+        if fill is None:  # the weights: shaded by value on the fixed 0-1 scale
+            colours = purples(0.08 + 0.72 * np.clip(np.nan_to_num(matrix), 0, 1))  # (rows, cols, 4)
+        else:
+            colours = np.broadcast_to(to_rgba(fill), (rows, cols, 4)).copy()
+        colours[blocked] = to_rgba("#d9d9d9")
+        if rows * cols > CELLS_MAX:  # a large matrix: one picture instead of a patch per cell
+            ax.imshow(colours, extent=(x0, x0 + cols * cell, y0, y1), interpolation="nearest", aspect="auto",
+                      gid=f"cells:{name}")
+        for (i, j), value in np.ndenumerate(matrix) if rows * cols <= CELLS_MAX else ():
             cx, cy = x0 + j * cell, y1 - (i + 1) * cell
-            masked = name in masked_stages and not mask[i, j]
-            if masked:
-                colour = "#d9d9d9"
-            elif fill is None:  # the weights: shaded by value on the fixed 0-1 scale
-                colour = purples(0.08 + 0.72 * float(np.clip(value, 0, 1)))
-            else:
-                colour = fill
+            masked = bool(blocked[i, j])
             ax.add_patch(Rectangle(
-                (cx, cy), cell, cell, facecolor=colour, edgecolor="white" if grid else colour,
+                (cx, cy), cell, cell, facecolor=colours[i, j], edgecolor="white" if grid else colours[i, j],
                 linewidth=0.8 if grid else 0, hatch="///" if masked else None,
                 gid=f"masked:{name}:{i}:{j}" if masked else f"cell:{name}:{i}:{j}",
             ))
             if (name, i, j) in texts:
-                dark = fill is None and not masked and 0.08 + 0.72 * value > 0.5
+                dark = colours[i, j, :3] @ LUMINANCE < 0.5
                 ax.text(cx + cell / 2, cy + cell / 2, texts[name, i, j], ha="center", va="center",
                         fontsize=number_size, color="white" if dark else "#222222",
                         gid=f"value:{name}:{i}:{j}")

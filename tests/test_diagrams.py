@@ -130,6 +130,20 @@ def test_pipeline_large_matrices_have_no_numbers():
     assert len(artists(fig, "box:")) == 7
 
 
+def test_pipeline_very_large_matrices_are_pictures():
+    n = 20
+    x = np.linspace(-1, 1, 2 * n).reshape(n, 2)
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    fig = diagrams.pipeline(x, x, x, mask=mask)
+    images = artists(fig, "cells:")
+    assert set(images) == {"cells:scores", "cells:scaled", "cells:weights"}  # the (n, 2) ones stay cells
+    colours = images["cells:weights"].get_array()  # (n, n, 4)
+    grey = np.all(np.isclose(colours[..., :3], 217 / 255), axis=-1)
+    assert np.array_equal(grey, ~mask)  # exactly the blocked cells are grey
+    boxes = artists(fig, "box:")
+    assert boxes["box:weights"].get_width() == pytest.approx(n / 2 * boxes["box:Q"].get_width())
+
+
 def test_pipeline_token_labels_are_literal(happy):
     x, _ = happy
     tokens = ["$5", "$x^2$", "a_b"]
