@@ -156,7 +156,8 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         ``Q``, ``K^T``, ``scores``, ``scaled`` when scaled, ``weights``, ``V``,
         ``out``); the number in cell (i, j) is a ``Text`` with gid
         ``"value:<name>:<i>:<j>"``; masked cells are hatched ``Rectangle``\\ s
-        with gid ``"masked:<name>:<i>:<j>"``.
+        with gid ``"masked:<name>:<i>:<j>"``. A matrix of more than 144 cells
+        is drawn as one image (gid ``"cells:<name>"``), without numbers.
 
     Examples
     --------
@@ -420,7 +421,8 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
     if ax is None:
         import matplotlib.pyplot as plt
 
-        size = (min(3.8 * h, 14.0), 1.2 + 0.42 * max(n, m))
+        width = max(3.8 * h, 0.09 * len(title or "") + 0.6)  # room for the title at 11 points
+        size = (min(width, 14.0), 1.2 + 0.42 * max(n, m))
         fig, axes = plt.subplots(1, h, figsize=size, squeeze=False, layout="constrained")
         axes = list(axes[0])
     else:
