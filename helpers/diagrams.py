@@ -45,6 +45,7 @@ from .attention import scaled_dot_product_attention
 __all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
 
 NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
+LINE_WIDTH = 8.0  # points of line width for a weight of 1 (head view)
 MINUS = "\u2212"  # a real minus sign, wider than the hyphen
 QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
 KEY_COLOUR = "#1f5fa8"  # blue, for keys and attention lines
@@ -324,13 +325,13 @@ def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
     for i in range(n):
         for j in range(m):
             w = float(weights[i, j])
-            colour, alpha = KEY_COLOUR, 0.12 + 0.88 * w
+            colour, alpha = KEY_COLOUR, 0.15 + 0.85 * w
             if highlight is not None:
                 if i == highlight:
-                    colour = QUERY_COLOUR
+                    colour, alpha = QUERY_COLOUR, 0.4 + 0.6 * w
                 else:
-                    alpha *= 0.18
-            ax.plot([0.0, 1.0], [yq[i], yk[j]], color=colour, linewidth=7.0 * w, alpha=min(alpha, 1.0),
+                    alpha *= 0.2
+            ax.plot([0.0, 1.0], [yq[i], yk[j]], color=colour, linewidth=LINE_WIDTH * w, alpha=alpha,
                     solid_capstyle="butt", gid=f"line:{i}:{j}")
     box = dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="none", alpha=0.9)
     for i, token in enumerate(query_tokens):
@@ -345,7 +346,7 @@ def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
             ax.text(1.04, yk[j] - 0.32, f"{weights[highlight, j]:.2f}", ha="left", va="center", fontsize=8,
                     color=QUERY_COLOUR, gid=f"weight:{j}")
     ax.set_xlim(-0.6, 1.6)
-    ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 0.7)
+    ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 1.1)
     ax.set_axis_off()
     ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#777777")
     ax.text(1.0, (rows - 1) / 2 + 0.65, "keys", ha="left", va="bottom", fontsize=8, color="#777777")
@@ -407,7 +408,7 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
     if ax is None:
         import matplotlib.pyplot as plt
 
-        size = (min(3.4 * h, 14.0), 0.9 + 0.42 * max(n, m))
+        size = (min(3.8 * h, 14.0), 1.2 + 0.42 * max(n, m))
         fig, axes = plt.subplots(1, h, figsize=size, squeeze=False, layout="constrained")
         axes = list(axes[0])
     else:
@@ -426,12 +427,51 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
 # --------------------------------------------------------------------------- vectors in the plane
 
 
+def _place_labels(tips, reach):
+    """Where to write the labels of arrow tips (m, 2): at the tips when apart, else in a column.
+
+    Tips that coincide share one place (their labels are stacked there).
+    Returns ``(places, stack, column)``: one (x, y) per tip, each tip's line
+    in its stack (0, 1, ...), and whether the places form a column beside the
+    arrows (then a leader line joins each label to its tip).
+    """
+    m = len(tips)
+    first = np.arange(m)  # the first tip each tip coincides with
+    stack = np.zeros(m, dtype=int)
+    for j in range(m):
+        same = np.flatnonzero(np.hypot(*(tips[:j] - tips[j]).T) <= 1e-3 * reach)
+        if same.size:
+            first[j] = first[same[0]]
+            stack[j] = int((first[:j] == first[j]).sum())
+    heads = np.flatnonzero(first == np.arange(m))
+    if len(heads) < 2:
+        return tips.copy(), stack, False
+    apart = tips[heads]
+    gaps = np.hypot(*(apart[:, None, :] - apart[None, :, :]).transpose(2, 0, 1))
+    gaps[np.diag_indices(len(heads))] = np.inf
+    if gaps.min() > 0.2 * reach:
+        return tips.copy(), stack, False
+    rows = len(heads)
+    order = heads[np.argsort(-apart[:, 1], kind="stable")]  # the highest tip first
+    top, bottom = tips[:, 1].max(), min(tips[:, 1].min(), 0.0)
+    span = max(top - bottom, 0.25 * reach * (rows - 1))
+    ys = (top + bottom) / 2 + span / 2 - np.arange(rows) * span / (rows - 1)
+    places = np.empty_like(tips)
+    places[order] = np.column_stack([np.full(rows, tips[:, 0].max() + 0.35 * reach), ys])
+    places = places[first]
+    return places, stack, True
+
+
 def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_label=None):
     """Two-dimensional vectors as arrows from the origin, with a query's dot products.
 
     A dot product is a length times a length times the cosine of the angle
-    between: q . k = |q| |k| cos(theta). With a ``query``, its arrow is drawn
-    in orange and each key's tip carries ``q·k`` and the angle theta.
+    between: q·k = |q| |k| cos θ. With a ``query``, its arrow is drawn in
+    orange, and a table beside the plane gives, for each key, |k|, the angle
+    θ to the query and q·k = |q| |k| cos θ; with ``weights`` the table ends in
+    bars of the weights, so a larger dot product is seen to get a larger weight.
+    When the arrows' tips crowd together, their labels move into a column with
+    a thin leader line to each tip.
 
     Parameters
     ----------
@@ -442,72 +482,87 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
         An index into ``vectors``, or a 2-vector of its own (e.g. a query
         made by a different projection than the keys).
     weights : array_like, shape (m,), optional
-        One row of attention weights, drawn as bars in a second panel.
-    ax : matplotlib Axes, or a pair of Axes when ``weights`` is given, optional
-        Where to draw the plane (and the bars). A new figure when omitted.
+        One row of attention weights (the query's), drawn as bars.
+    ax : matplotlib Axes, or a pair of Axes, optional
+        Where to draw: one Axes for the plane alone, a pair (plane, table)
+        when ``query`` or ``weights`` is given. A new figure when omitted.
     query_label : str, optional
         Name of the query; default the label of the indexed vector, or "query".
 
     Returns
     -------
     matplotlib.figure.Figure
-        The dot product of key j is written in a ``Text`` with gid
-        ``"dot:<j>"``, reading ``"q·k = <value>"`` and then ``"θ = <degrees>°"``.
+        One axes (the plane), or two (the plane and the table). Key j's dot
+        product with the query is a ``Text`` with gid ``"dot:<j>"`` (written
+        to 2 decimals), its angle one with gid ``"angle:<j>"`` (in degrees),
+        its bar a ``Rectangle`` with gid ``"bar:<j>"`` (lengths proportional
+        to the weights, the largest filling the column; the values are written).
 
     Examples
     --------
     >>> import matplotlib.pyplot as plt
     >>> k = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     >>> fig = vectors_2d(k, ["cat", "sat", "mat"], query=2, weights=[0.2, 0.2, 0.6])
-    >>> len(fig.axes)
-    2
+    >>> len(fig.axes), fig.axes[1].texts[0].get_text()
+    (2, 'key')
     >>> plt.close(fig)
     """
     vectors = _matrix(vectors, "vectors")
-    if vectors.shape[1] != 2:
+    if vectors.shape[1] != 2 or len(vectors) == 0:
         raise ValueError(f"vectors must have shape (m, 2), 2-d vectors in rows: got shape {vectors.shape}")
     m = len(vectors)
     labels = _labels(labels, m, f"labels (one per row of vectors {vectors.shape})")
     q = None
-    if query is not None:
-        if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-            if not 0 <= query < m:
-                raise ValueError(f"query index must be from 0 to {m - 1}: got {query}")
-            q = vectors[query]
-            query_label = labels[query] if query_label is None else str(query_label)
-        else:
-            q = np.asarray(query, dtype=float)
-            if q.shape != (2,):
-                raise ValueError(f"query must be an index or a 2-vector of shape (2,): got shape {q.shape}")
-            query_label = "query" if query_label is None else str(query_label)
+    indexed = isinstance(query, (int, np.integer)) and not isinstance(query, bool)
+    if indexed:
+        if not 0 <= query < m:
+            raise ValueError(f"query index must be from 0 to {m - 1}: got {query}")
+        q = vectors[query]
+        query_label = labels[query] if query_label is None else str(query_label)
+    elif query is not None:
+        q = np.asarray(query, dtype=float)
+        if q.shape != (2,):
+            raise ValueError(f"query must be an index or a 2-vector of shape (2,): got shape {q.shape}")
+        query_label = "query" if query_label is None else str(query_label)
     if weights is not None:
         weights = np.asarray(weights, dtype=float)
         if weights.shape != (m,):
             raise ValueError(f"weights must be one row of shape (m,) = ({m},): got shape {weights.shape}")
+        if not np.all(np.isfinite(weights)) or weights.min() < 0:
+            raise ValueError("weights must be finite and non-negative")
+    side = q is not None or weights is not None
     if ax is None:
         import matplotlib.pyplot as plt
 
-        if weights is None:
-            fig, plane = plt.subplots(figsize=(6.0, 5.0), layout="constrained")
-            bars_ax = None
+        if side:
+            fig, (plane, table) = plt.subplots(
+                1, 2, figsize=(12.0, 5.0), layout="constrained", gridspec_kw={"width_ratios": [1.0, 1.15]})
         else:
-            fig, (plane, bars_ax) = plt.subplots(
-                1, 2, figsize=(11.0, 5.0), layout="constrained", gridspec_kw={"width_ratios": [1.5, 1.0]})
+            fig, plane = plt.subplots(figsize=(6.0, 5.0), layout="constrained")
+            table = None
     else:
         axes = list(np.ravel(ax)) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
-        if len(axes) != (1 if weights is None else 2):
+        if len(axes) != (2 if side else 1):
             raise ValueError(
-                f"ax must be one Axes, or two (plane, bars) when weights are given: got {len(axes)}")
-        plane = axes[0]
-        bars_ax = axes[1] if weights is not None else None
+                f"ax must be one Axes, or two (plane, table) when query or weights are given: got {len(axes)}")
+        plane, table = axes[0], (axes[1] if side else None)
         fig = plane.figure
 
-    points = vectors if q is None else np.vstack([vectors, q])
-    reach = float(np.abs(points).max()) if points.size else 1.0
+    # ---- the plane
+    extra = q is not None and not indexed
+    tips = np.vstack([vectors, q]) if extra else vectors  # (m or m + 1, 2)
+    names = labels + [query_label] if extra else labels
+    colours = [KEY_COLOUR] * m + ([QUERY_COLOUR] if extra else [])
+    if indexed:
+        colours[query] = QUERY_COLOUR
+    reach = float(np.abs(tips).max())
     reach = reach if reach > 0 else 1.0
-    pad = 0.35 * reach
-    lo = np.minimum(points.min(axis=0), 0) - pad
-    hi = np.maximum(points.max(axis=0), 0) + pad
+    places, stack, column = _place_labels(tips, reach)
+    pad = 0.25 * reach
+    lo = np.minimum(np.minimum(tips.min(axis=0), places.min(axis=0)), 0) - pad
+    hi = np.maximum(np.maximum(tips.max(axis=0), places.max(axis=0)), 0) + pad
+    if column:
+        hi[0] += 0.12 * reach * max(len(t) for t in names) / 4  # room for the words of the column
     plane.set_xlim(lo[0], hi[0])
     plane.set_ylim(lo[1], hi[1])
     plane.set_aspect("equal", adjustable="box")
@@ -516,62 +571,82 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     plane.grid(True, color="#eeeeee", zorder=-1)
     plane.set_xlabel("dimension 1")
     plane.set_ylabel("dimension 2")
-    offset_pt = 8.0
-
-    def arrow(vec, colour, width, gid):
-        plane.annotate("", xy=(vec[0], vec[1]), xytext=(0, 0), gid=gid,
-                       arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=width, mutation_scale=16,
+    plane.spines[["top", "right"]].set_visible(False)
+    for j, (tip, colour) in enumerate(zip(tips, colours)):
+        gid = "arrow:query" if extra and j == m else f"arrow:{j}"
+        width = 2.6 if colour == QUERY_COLOUR else 1.8
+        plane.annotate("", xy=(tip[0], tip[1]), xytext=(0, 0), gid=gid, zorder=3 if colour == QUERY_COLOUR else 2,
+                       arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=width, mutation_scale=15,
                                        shrinkA=0, shrinkB=0))
-
-    def direction(vec):
-        norm = float(np.hypot(*vec))
-        return (vec / norm) if norm > 0 else np.array([0.0, 1.0])
-
-    for j, (vec, label) in enumerate(zip(vectors, labels)):
-        is_query = q is not None and isinstance(query, (int, np.integer)) and j == query
-        colour = QUERY_COLOUR if is_query else KEY_COLOUR
-        arrow(vec, colour, 2.2, f"arrow:{j}")
-        u = direction(vec)
-        text = label
-        if q is not None:
-            dot = float(q @ vec)
-            nq, nk = float(np.hypot(*q)), float(np.hypot(*vec))
-            cos = dot / (nq * nk) if nq > 0 and nk > 0 else float("nan")
-            angle = f"{math.degrees(math.acos(max(-1.0, min(1.0, cos)))):.0f}\u00b0" if np.isfinite(cos) else "undefined"
-            note = f"q\u00b7k = {_format(dot, 2)}\n\u03b8 = {angle}"
-        ha = "left" if u[0] > 0.2 else "right" if u[0] < -0.2 else "center"
-        va = "bottom" if u[1] > 0.2 else "top" if u[1] < -0.2 else "center"
-        plane.annotate(text, xy=(vec[0], vec[1]), xytext=(offset_pt * u[0], offset_pt * u[1]),
-                       textcoords="offset points", ha=ha, va=va, fontsize=11, color=colour,
-                       fontweight="bold", parse_math=False, gid=f"label:{j}")
-        if q is not None:
-            plane.annotate(note, xy=(vec[0], vec[1]), xytext=(offset_pt * u[0], offset_pt * u[1] - (14 if va != "top" else 28)),
-                           textcoords="offset points", ha=ha, va="top" if va != "top" else "top", fontsize=8.5,
-                           color="#333333", gid=f"dot:{j}")
-    if q is not None and not isinstance(query, (int, np.integer)):
-        arrow(q, QUERY_COLOUR, 2.6, "arrow:query")
-        u = direction(q)
-        plane.annotate(query_label, xy=(q[0], q[1]), xytext=(offset_pt * u[0], offset_pt * u[1]),
-                       textcoords="offset points", ha="left" if u[0] >= 0 else "right",
-                       va="bottom" if u[1] >= 0 else "top", fontsize=11, color=QUERY_COLOUR,
-                       fontweight="bold", parse_math=False, gid="label:query")
+    for j, (tip, place, name, colour) in enumerate(zip(tips, places, names, colours)):
+        gid = "label:query" if extra and j == m else f"label:{j}"
+        if column:
+            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(place[0], place[1] - 0.1 * reach * stack[j]),
+                           ha="left", va="center",
+                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid,
+                           arrowprops=dict(arrowstyle="-", color=colour, linewidth=0.6, alpha=0.6,
+                                           shrinkA=2, shrinkB=2))
+        else:
+            norm = float(np.hypot(*tip))
+            u = tip / norm if norm > 0 else np.array([0.0, 1.0])
+            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - 15 * stack[j]),
+                           textcoords="offset points",
+                           ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
+                           va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
+                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
     if q is not None:
-        plane.set_title(f"dot products with the query '{query_label}':  q\u00b7k = |q| |k| cos \u03b8",
-                        fontsize=11)
-    if bars_ax is not None:
-        y = np.arange(m)
-        colours = [KEY_COLOUR] * m
-        bars = bars_ax.barh(y, weights, color=colours, gid="bars")
-        bars_ax.set_yticks(y, labels=[""] * m)
-        for j, label in enumerate(labels):
-            bars_ax.text(-0.02, j, label, ha="right", va="center", fontsize=10, parse_math=False,
-                         transform=bars_ax.get_yaxis_transform())
-        bars_ax.invert_yaxis()
-        bars_ax.set_xlim(0, max(1.0, float(weights.max()) * 1.15))
-        bars_ax.bar_label(bars, labels=[_format(w, 2) for w in weights], padding=3, fontsize=9)
-        bars_ax.set_xlabel("attention weight")
-        bars_ax.set_title("weights" if q is None else f"weights of the query '{query_label}'", fontsize=11)
-        bars_ax.spines[["top", "right"]].set_visible(False)
+        plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+
+    # ---- the table: |k|, angle, q·k, and the weights as bars
+    if table is None:
+        return fig
+    table.set_ylim(m - 0.4, -1.2)  # row j at y = j, the header at y = -1
+    table.set_xlim(0, 1)
+    table.set_axis_off()
+    header = dict(ha="center", va="center", fontsize=10, color="#555555", fontweight="bold")
+    columns = {"key": 0.08}
+    if q is not None:
+        columns.update({"|k|": 0.21, "\u03b8": 0.31, "q\u00b7k = |q| |k| cos \u03b8": 0.49})
+    bar_left = 0.66 if q is not None else 0.22
+    for name, x in columns.items():
+        table.text(x, -1, name, **header, parse_math=False)
+    if weights is not None:
+        table.text((bar_left + 0.98) / 2, -1, "weight", **header)
+    nq = float(np.hypot(*q)) if q is not None else 0.0
+    for j, (vec, label) in enumerate(zip(vectors, labels)):
+        if j % 2 == 0:
+            table.axhspan(j - 0.5, j + 0.5, color="#f4f4f4", zorder=0)
+        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11, color=colours[j],
+                   parse_math=False, gid=f"key:{j}")
+        if q is None:
+            continue
+        nk = float(np.hypot(*vec))
+        dot = float(q @ vec)
+        if nq > 0 and nk > 0:
+            angle = f"{math.degrees(math.acos(max(-1.0, min(1.0, dot / (nq * nk))))):.0f}\u00b0"
+        else:
+            angle = "\u2013"  # no angle with a zero vector
+        table.text(columns["|k|"], j, _format(nk, 2), ha="center", va="center", fontsize=11, gid=f"norm:{j}")
+        table.text(columns["\u03b8"], j, angle, ha="center", va="center", fontsize=11, gid=f"angle:{j}")
+        table.text(columns["q\u00b7k = |q| |k| cos \u03b8"], j, _format(dot, 2), ha="center", va="center",
+                   fontsize=11, fontweight="bold", gid=f"dot:{j}")
+    if q is not None:
+        table.text(0.5, m - 0.05, f"|q| = {_format(nq, 2)}  ('{query_label}')", ha="center", va="top",
+                   fontsize=10, color=QUERY_COLOUR, parse_math=False, gid="query_norm")
+    if weights is not None:
+        from matplotlib.patches import Rectangle
+
+        longest = 0.98 - bar_left - 0.09  # room for the written value after the bar
+        top = float(weights.max()) if weights.max() > 0 else 1.0  # the largest weight fills the column
+        for j, w in enumerate(weights):
+            table.add_patch(Rectangle((bar_left, j - 0.32), longest * w / top, 0.64, facecolor=KEY_COLOUR,
+                                      gid=f"bar:{j}"))
+            table.text(bar_left + longest * w / top + 0.01, j, _format(w, 2), ha="left", va="center",
+                       fontsize=10, gid=f"weight:{j}")
+        table.plot([bar_left, bar_left], [-0.5, m - 0.5], color="#555555", linewidth=0.8)
+    if q is not None or weights is not None:
+        what = "weights" if q is None else f"the query '{query_label}' against each key"
+        table.set_title(what, fontsize=11)
     return fig
 
 
@@ -585,38 +660,55 @@ def _value_text(value):
     return "[" + ", ".join(_format(float(x), 2) for x in value) + "]"
 
 
-def _lookup_panel(ax, query_label, keys, values, weights, title, result_label):
+def _lookup_layout(keys, values, results):
+    """x positions (data units, about 1.1 inch each) of the lookup picture's columns."""
+    char = 0.075  # width of a character at 10 points, in data units
+    query_x = 0.3
+    key_x = 2.3
+    value_x = key_x + 0.45 + char * max(len(k) for k in keys) / 2
+    value_end = value_x + char * max(len(_value_text(v)) for v in values)
+    out_x = value_end + 1.3
+    right = out_x + char * max(len(r) for r in results) + 0.3
+    return dict(query=query_x, key=key_x, value=value_x, value_end=value_end, out=out_x, right=right)
+
+
+def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption, layout):
+    """One lookup: query -> keys (line width ~ weight), values -> output (the same widths)."""
     from matplotlib.patches import FancyBboxPatch
 
     m = len(keys)
-    ys = (m - 1) / 2 - np.arange(m)
-    key_x, value_x, query_x, out_x = 2.2, 3.5, 0.3, 5.6
-    ax.set_xlim(-0.5, 6.9)
-    ax.set_ylim(-(m - 1) / 2 - 1.0, (m - 1) / 2 + 1.1)
+    ys = (m - 1) / 2 - np.arange(m) * 1.0  # row j at ys[j], centred on 0
+    x = layout
+    ax.set_xlim(-0.4, x["right"])
+    ax.set_ylim(-(m - 1) / 2 - 0.8, (m - 1) / 2 + 1.0)
     ax.set_axis_off()
-    ax.text(key_x, ys[0] + 0.75, "key", ha="center", va="bottom", fontsize=9, color="#777777")
-    ax.text(value_x + 0.45, ys[0] + 0.75, "value", ha="center", va="bottom", fontsize=9, color="#777777")
-    chosen_box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1)
+    ax.text(x["key"], ys[0] + 0.6, "key", ha="center", va="bottom", fontsize=9, color="#777777")
+    ax.text(x["value"], ys[0] + 0.6, "value", ha="left", va="bottom", fontsize=9, color="#777777")
+    start, end = np.array([x["query"] + 0.5, 0.0]), np.array([x["key"] - 0.2 - 0.045 * max(map(len, keys)), 0.0])
     for j in range(m):
         w = float(weights[j])
-        ax.plot([query_x + 0.45, key_x - 0.5], [0.0, ys[j]], color=QUERY_COLOUR, linewidth=0.3 + 7.0 * w,
-                alpha=0.15 + 0.85 * w, solid_capstyle="butt", gid=f"line:{j}")
-        ax.text((query_x + key_x) / 2 + 0.1, ys[j] * 0.62 + 0.12, _format(w, 2), ha="center", va="bottom",
-                fontsize=8, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
-        style = dict(chosen_box, alpha=0.25 + 0.75 * w)
-        ax.text(key_x, ys[j], keys[j], ha="center", va="center", fontsize=10, parse_math=False,
-                bbox=style, gid=f"key:{j}")
-        ax.text(value_x, ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
-                color="#222222" if w > 0 else "#999999", gid=f"value:{j}")
-    ax.add_patch(FancyBboxPatch((query_x - 0.45, -0.3), 0.9, 0.6, boxstyle="round,pad=0.05",
+        width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
+        ax.plot([start[0], end[0]], [0.0, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
+                solid_capstyle="butt", gid=f"line:{j}")
+        ax.plot([x["value_end"] + 0.1, x["out"] - 0.15], [ys[j], 0.0], color="#6a4c93", linewidth=width,
+                alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
+        # the weight, written near the key end of its line, just above it
+        t = 0.78
+        ax.text(start[0] + t * (end[0] - start[0]), t * ys[j] + 0.14, _format(w, 2), ha="center", va="bottom",
+                fontsize=8.5, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
+        box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
+                   alpha=0.3 + 0.7 * w)
+        ax.text(x["key"], ys[j], keys[j], ha="center", va="center", fontsize=10, parse_math=False, bbox=box,
+                gid=f"key:{j}")
+        ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
+                color="#222222" if w > 0 else "#aaaaaa", gid=f"value:{j}")
+    ax.add_patch(FancyBboxPatch((x["query"] - 0.45, -0.25), 0.9, 0.5, boxstyle="round,pad=0.05",
                                 facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
-    ax.text(query_x, 0.0, query_label, ha="center", va="center", fontsize=10, parse_math=False,
-            gid="query")
-    ax.text(query_x, -0.55, "query", ha="center", va="top", fontsize=8, color="#777777")
-    ax.annotate("", xy=(out_x - 0.15, 0.0), xytext=(value_x + 1.3, 0.0),
-                arrowprops=dict(arrowstyle="-|>", color="#333333", linewidth=1.3, mutation_scale=14))
-    ax.text(out_x, 0.0, result_label, ha="left", va="center", fontsize=10, fontweight="bold",
-            bbox=dict(boxstyle="round,pad=0.3", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
+    ax.text(x["query"], 0.0, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
+    ax.text(x["query"], -0.45, "query", ha="center", va="top", fontsize=8.5, color="#777777")
+    ax.text(x["out"], 0.0, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
+            bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
+    ax.text(x["out"], -0.45, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
     ax.set_title(title, fontsize=11, loc="left")
 
 
@@ -674,17 +766,20 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     if hard_index is not None and not (isinstance(hard_index, (int, np.integer)) and 0 <= hard_index < m):
         raise ValueError(f"hard_index must be a key index from 0 to {m - 1}: got {hard_index!r}")
     blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
-    panels = 1 if hard_index is None else 2
-    height = 0.65 * m + 1.3
-    fig, axes = plt.subplots(panels, 1, figsize=(8.5, panels * height), squeeze=False, layout="constrained")
     query_label = str(query_label)
+    results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
+    layout = _lookup_layout(keys, values, results + ["output = sum of w_j v_j"])
+    panels = 1 if hard_index is None else 2
+    height = 0.55 * m + 1.4
+    width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))
+    fig, axes = plt.subplots(panels, 1, figsize=(width, panels * height), squeeze=False, layout="constrained")
     if hard_index is not None:
         one_hot = np.zeros(m)
         one_hot[hard_index] = 1.0
         _lookup_panel(axes[0, 0], query_label, keys, values, one_hot,
-                      "dictionary: one key matches, its value comes out",
-                      _value_text(values[hard_index]))
+                      "a dictionary: one key matches, its value comes out", results[1],
+                      f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"), layout)
     _lookup_panel(axes[-1, 0], query_label, keys, values, weights,
-                  "attention: every key matches a little, a blend comes out",
-                  r"$\sum_j w_j v_j$ = " + _value_text(blend))
+                  "attention: every key matches a little, a blend of the values comes out", results[0],
+                  r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)", layout)
     return fig
