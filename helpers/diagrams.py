@@ -401,8 +401,8 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
     if not np.all(np.isfinite(stack)) or stack.min() < 0 or stack.max() > 1 + 1e-9:
         raise ValueError("weights must be finite and between 0 and 1")
     query_tokens = _labels(query_tokens, n, f"query_tokens (one per row of weights {weights.shape})")
-    key_tokens = query_tokens if key_tokens is None else _labels(
-        key_tokens, m, f"key_tokens (one per column of weights {weights.shape})")
+    key_tokens = _labels(query_tokens if key_tokens is None else key_tokens, m,
+                         f"key_tokens (one per column of weights {weights.shape}; default query_tokens)")
     if highlight is not None and not (isinstance(highlight, (int, np.integer)) and 0 <= highlight < n):
         raise ValueError(f"highlight must be a query index from 0 to {n - 1}: got {highlight!r}")
     if ax is None:
