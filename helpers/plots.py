@@ -13,6 +13,9 @@ Imports matplotlib and :mod:`helpers.attention` only.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import numpy as np
 
 from .attention import entropy
@@ -282,6 +285,34 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
     return bars
 
 
+def literal(label):
+    """``label`` as a string matplotlib draws literally, never as TeX.
+
+    A Text artist parses mathtext when its string holds an even, non-zero
+    number of unescaped ``$``; escaping every ``$`` as ``\\$`` leaves none, and
+    matplotlib then draws each ``\\$`` as ``$``. Backslashes outside math
+    are drawn as they are.
+
+    >>> literal("I paid $$ twice")
+    'I paid \\\\$\\\\$ twice'
+    """
+    return str(label).replace("$", r"\$")
+
+
+@contextlib.contextmanager
+def _quiet_missing_glyphs():
+    """Silence matplotlib's "Glyph ... missing from font" warning, and only that one.
+
+    Labels that reach the explorer's figure have their unrenderable characters
+    replaced already (:func:`helpers.widgets.visible`); this is the net for a
+    font set-up where a character the check let through still has no glyph:
+    it is drawn as the font's empty box instead of printing a warning.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
+        yield
+
+
 class _GlyphCache:
     """Rendered strings as alpha bitmaps, kept so each is rasterised only once."""
 
@@ -298,7 +329,8 @@ class _GlyphCache:
         bitmap = self._bitmaps.get((text, size))
         if bitmap is None:
             self._font.set_size(size, self._dpi)
-            self._font.set_text(text, 0, flags=self._flags)
+            with _quiet_missing_glyphs():
+                self._font.set_text(text, 0, flags=self._flags)
             self._font.draw_glyphs_to_bitmap(antialiased=True)
             bitmap = np.asarray(self._font.get_image(), dtype=np.float32)[..., None] / 255
             self._bitmaps[text, size] = bitmap
@@ -374,9 +406,11 @@ class AttentionFigure:
         ):
             ax.set_title(title, fontsize=10)
             small = len(cols) <= ANNOTATE_MAX
-            ax.set_xticks(range(len(cols)), labels=cols if small else [""] * len(cols))
-            ax.set_yticks(range(n), labels=self.row_labels if n <= 24 else [""] * n)
-            ax.tick_params(labelsize=8, axis="x", labelrotation=45 if len(cols) > 4 else 0)
+            # literal(): tokens are drawn as typed, never parsed as TeX.
+            ax.set_xticks(range(len(cols)), labels=[literal(c) for c in cols] if small else [""] * len(cols))
+            ax.set_yticks(range(n), labels=[literal(r) for r in self.row_labels] if n <= 24 else [""] * n)
+            longest = max((len(str(c)) for c in cols), default=0)
+            ax.tick_params(labelsize=8, axis="x", labelrotation=45 if len(cols) > 4 or longest > 6 else 0)
         self.ax_scores.set_ylabel("queries")
         self.ax_scores.set_xlabel("keys")
         self.ax_weights.set_xlabel("keys")
@@ -403,7 +437,7 @@ class AttentionFigure:
             for ax, width in ((self.ax_scores, m), (self.ax_weights, m), (self.ax_out, d_v))
         ]
         self.bars = self.ax_bars.barh(range(m), np.zeros(m), color="#1f77b4")
-        self.ax_bars.set_yticks(range(m), labels=self.col_labels if m <= 24 else [""] * m)
+        self.ax_bars.set_yticks(range(m), labels=[literal(c) for c in self.col_labels] if m <= 24 else [""] * m)
         self.ax_bars.invert_yaxis()
         self.ax_bars.set_xlim(0, 1)
         self.ax_bars.tick_params(labelsize=8)
@@ -515,17 +549,21 @@ class AttentionFigure:
         images = (self.im_scores, self.im_weights, self.im_out)
         dynamic = self.row_boxes  # the only artists matplotlib redraws on every png()
         if self._canvas is None:
+            # Kept only once the whole first render worked, so a failed one is
+            # tried again on the next call instead of leaving a half-set figure.
             self.figure.set_dpi(self.dpi)
-            self._canvas = FigureCanvasAgg(self.figure)
-            self.figure.draw_without_rendering()  # constrained layout, once
-            self.figure.set_layout_engine("none")
-            title = self.ax_bars.title.get_window_extent(self._canvas.get_renderer())
-            self._title_xy = ((title.x0 + title.x1) / 2, (title.y0 + title.y1) / 2)
-            self.ax_bars.title.set_text("")  # stamped on every png() instead
-            for artist in (*images, *self.bars, *dynamic):
-                artist.set_animated(True)  # left out of canvas.draw()
-            self._canvas.draw()
-            self._background = self._canvas.copy_from_bbox(self.figure.bbox)
+            canvas = FigureCanvasAgg(self.figure)
+            with _quiet_missing_glyphs():
+                self.figure.draw_without_rendering()  # constrained layout, once
+                self.figure.set_layout_engine("none")
+                title = self.ax_bars.title.get_window_extent(canvas.get_renderer())
+                self._title_xy = ((title.x0 + title.x1) / 2, (title.y0 + title.y1) / 2)
+                self.ax_bars.title.set_text("")  # stamped on every png() instead
+                for artist in (*images, *self.bars, *dynamic):
+                    artist.set_animated(True)  # left out of canvas.draw()
+                canvas.draw()
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            self._canvas = canvas
         self._canvas.restore_region(self._background)
         pixels = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4), a view
         for image in images:

@@ -6,60 +6,148 @@ row as bars, and updates them as the learner moves the controls:
 
 - ``temperature`` (log scale, 0.05 to 20): the weights are
   ``softmax(scores / temperature)``;
-- ``d_k`` (1 to 1024): the divisor ``sqrt(d_k)`` of the scaled scores;
-- ``scaled``: divide by ``sqrt(d_k)`` or not;
+- ``d_k`` (1 to 1024): what it means depends on the mode (below);
+- ``scaled``: divide the scores by ``sqrt(d_k)`` or not;
 - ``causal``: block the keys after each query;
 - ``row``: the query whose weights are drawn as bars.
 
-Two modes. *example*: one of the documents' worked examples (or the learner's
-own sentence, with embeddings drawn from a seeded generator); ``d_k`` changes
-only the divisor. *random*: fresh random q and k of dimension ``d_k``, so the
-spread of the raw scores and the peakiness of the softmax can be watched
-growing with ``d_k`` when unscaled, and staying put when scaled.
+Two modes, and what ``d_k`` is in each:
+
+- *example*: one of the documents' worked examples (or the learner's own
+  sentence, with embeddings drawn from a seeded generator). Its q and k keep
+  their own width, so the slider is only **the divisor** ``sqrt(d_k)`` applied
+  to fixed scores; it is labelled "divide by √d_k" and its readout says
+  ``÷ √d_k = 22.63``. Raising it flattens the weights exactly as a higher
+  temperature would: it does not show what a larger ``d_k`` does to attention.
+- *random*: fresh random q and k **of dimension** ``d_k`` (unit-variance
+  entries), so the spread of the raw scores and the peakiness of the softmax
+  can be watched growing with ``d_k`` when unscaled, and staying put when
+  scaled. This is the mode that shows why the scaling is there.
+
+The control is called ``"d_k"`` in :attr:`AttentionExplorer.controls` in both.
 
 The logic is plain Python: setting a control's ``.value`` recomputes the
 arrays and redraws the figure synchronously, so tests drive it without a
-browser. The figure is built once and only its artists change (see
+browser. The figure is built once per shape and only its artists change (see
 :class:`helpers.plots.AttentionFigure`); it reaches the page as a PNG in an
 ``ipywidgets.Image``, so nothing flickers and nothing is displayed twice.
+
+Nothing a learner types breaks it: tokens are drawn literally (no TeX in the
+labels), written escaped into the readouts' HTML, characters the font cannot
+draw (control characters, lone surrogates, missing glyphs) show as ``�``, a
+long sentence is cut at 64 words with a note saying where, and an update that
+fails for any reason shows a short message and keeps the last picture, with
+every control still working.
+
+Displayed (``explorer`` as the last line of a cell, or ``display(explorer)``),
+the explorer's output carries the live widget and, beside it, a static
+``image/png`` of the current figure with the readouts, plus a short
+``text/plain``. A front end with a running kernel shows the widget; a stored
+notebook opened without one (JupyterLab, GitHub, nbconvert) shows the picture.
+It works with ipywidgets 7.7+ and 8.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import math
+import unicodedata
 import zlib
+from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
 
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
-from .plots import AttentionFigure
+from .plots import AttentionFigure, _GlyphCache
 
-__all__ = ["AttentionExplorer", "sentence_example", "random_qkv"]
+__all__ = ["AttentionExplorer", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
 
 CUSTOM = "(your sentence)"
+EMPTY = "(empty)"
 MAX_TOKENS = 64
+MAX_LABEL = 16  # characters of a token shown in labels and readouts
+READOUT_ROWS = 16  # rows of the readout table
+PLACEHOLDER = "\N{REPLACEMENT CHARACTER}"
 SENTENCE_D_MODEL = 8
 RANDOM_N = 8
 RANDOM_D_V = 4
+FIGURE_CACHE = 4  # figures kept for quick switching between inputs of different shapes
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@lru_cache(maxsize=1)
+def _drawable():
+    """Code points the explorer's font (DejaVu Sans, shipped with matplotlib) has glyphs for."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    return frozenset(get_font(findfont(FontProperties(family="DejaVu Sans"))).get_charmap())
+
+
+def visible(token, limit=MAX_LABEL):
+    """``token`` as the explorer shows it: drawable characters only, at most ``limit`` of them.
+
+    Control and format characters, lone surrogates, private-use and
+    unassigned code points, and characters the font has no glyph for become
+    ``�``; a longer token is cut to ``limit`` characters ending in ``…``.
+
+    >>> visible("cat")
+    'cat'
+    >>> visible("bell\\x07")
+    'bell�'
+    >>> visible("antidisestablishmentarianism")
+    'antidisestablis…'
+    """
+    drawable = _drawable()
+    text = "".join(
+        c if ord(c) in drawable and unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Cn") else PLACEHOLDER
+        for c in str(token)
+    )
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def sentence_tokens(sentence, *, max_tokens=MAX_TOKENS):
+    """The words the explorer uses from ``sentence``, and how many words it had.
+
+    Words are split on whitespace; only the first ``max_tokens`` are kept. An
+    empty sentence gives the single placeholder token ``"(empty)"``.
+
+    Returns
+    -------
+    tokens : list of str, length 1 to max_tokens
+    n_words : int
+        The number of words in ``sentence`` (0 when empty).
+
+    Examples
+    --------
+    >>> sentence_tokens("the cat sat", max_tokens=2)
+    (['the', 'cat'], 3)
+    """
+    words = str(sentence).split()
+    return (words[:max_tokens] or [EMPTY]), len(words)
 
 
 def sentence_example(sentence, *, d_model=SENTENCE_D_MODEL, seed=0):
     """Tokens, q, k, v for a sentence of the learner's own, from seeded draws.
 
     Each distinct word gets the same embedding every time (its generator is
-    seeded from ``seed`` and the word), and the projections ``W_q, W_k, W_v``
-    of shape ``(d_model, d_model)`` come from a generator seeded with ``seed``.
+    seeded from ``seed`` and the word, case-folded), and the projections
+    ``W_q, W_k, W_v`` of shape ``(d_model, d_model)`` come from a generator
+    seeded with ``seed``. At most 64 words are used (see :func:`sentence_tokens`).
 
     Returns
     -------
     tokens : list of str
     q, k, v : ndarray, shape (n, d_model)
     """
-    tokens = sentence.split()[:MAX_TOKENS] or ["(empty)"]
+    tokens, _ = sentence_tokens(sentence)
     x = np.stack([
-        np.random.default_rng([seed, zlib.crc32(token.lower().encode())]).standard_normal(d_model)
+        # surrogatepass: any str can be typed into the box, lone surrogates too
+        np.random.default_rng([seed, zlib.crc32(token.lower().encode("utf-8", "surrogatepass"))])
+        .standard_normal(d_model)
         for token in tokens
     ])  # (n, d_model)
     rng = np.random.default_rng([seed, 1])
@@ -100,7 +188,15 @@ class AttentionExplorer:
         ``"scaled"``, ``"causal"``, ``"row"``. Setting ``.value`` on any of them
         updates the arrays and the figure at once.
     widget : ipywidgets.VBox
-        The whole explorer; displaying the explorer displays it.
+        The whole explorer; displaying the explorer displays it (with a
+        static picture beside it for viewers without a kernel).
+    image : ipywidgets.Image
+        The current figure as a PNG.
+    readout : ipywidgets.HTML
+        Entropy, largest weight and row sum per query, as an HTML table.
+    notice : ipywidgets.HTML
+        What the learner should know about the picture: a cut sentence, or an
+        update that failed. Empty otherwise.
 
     Examples
     --------
@@ -109,6 +205,9 @@ class AttentionExplorer:
     >>> print(np.round(ex.weights, 4))
     [[0.8808 0.1192]
      [0.1192 0.8808]]
+    >>> ex.controls["d_k"].value = 512
+    >>> ex.controls["d_k"].description, ex.divisor_text
+    ('divide by √d_k', '÷ √512 = 22.63')
     """
 
     def __init__(self, example="i_am_happy", *, sentence=None, mode="example", seed=0):
@@ -119,7 +218,11 @@ class AttentionExplorer:
             raise ValueError(f'mode must be "example" or "random": got {mode!r}')
         self.seed = seed
         self._figure = None
+        self._figures = {}  # (row labels, column labels, d_v) -> AttentionFigure, most recent last
+        self._glyphs = None
         self._updating = False
+        self._note = ""  # about the inputs, e.g. a cut sentence
+        self._error = ""  # about the last update, when it failed
         start = load_example(example)
         style = {"description_width": "initial"}
         slider = widgets.Layout(width="440px")
@@ -137,35 +240,43 @@ class AttentionExplorer:
                 value=1.0, base=10, min=-1.3, max=1.3, step=0.01,  # 0.05 to 20, with 1.0 on the grid
                 description="temperature T", readout_format=".2f", style=style, layout=slider),
             "d_k": widgets.IntSlider(
-                value=start.d_k, min=1, max=1024, description="d_k", style=style, layout=slider),
+                value=start.d_k, min=1, max=1024, description="divide by √d_k", style=style, layout=slider),
             "scaled": widgets.Checkbox(value=start.scaled, description="scale by 1/√d_k", style=style),
             "causal": widgets.Checkbox(value=False, description="causal mask (query i sees keys 0..i)",
                                        style=style),
             "row": widgets.Dropdown(options=[("0", 0)], value=0, description="query row for the bars",
                                     style=style),
         }
+        self.d_k_help = widgets.HTML()
+        self.notice = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.readout = widgets.HTML()
         # CSS classes name the parts for the browser test (and for custom styling).
         for name, control in self.controls.items():
             control.add_class(f"attention-explorer-{name.replace('_', '-')}")
-        self.image.add_class("attention-explorer-image")
-        self.readout.add_class("attention-explorer-readout")
+        for name in ("d_k_help", "notice", "image", "readout"):
+            getattr(self, name).add_class(f"attention-explorer-{name.replace('_', '-')}")
         self.widget = widgets.VBox([
             widgets.HBox([self.controls["mode"]]),
             widgets.HBox([self.controls["example"], self.controls["sentence"]]),
             widgets.HBox([self.controls["temperature"],
                           widgets.HTML("weights = softmax(scores / T): low T sharpens, high T flattens")]),
-            widgets.HBox([self.controls["d_k"],
-                          widgets.HTML("scores = q·k / √d_k when scaled (in random mode also the width of q, k)")]),
+            widgets.HBox([self.controls["d_k"], self.d_k_help]),
             widgets.HBox([self.controls["scaled"], self.controls["causal"], self.controls["row"]]),
+            self.notice,
             self.image,
             self.readout,
         ])
-        self._load_inputs()
+        self._inputs = self._read_inputs()
+        self._set_row_options()
         for name, control in self.controls.items():
             control.observe(self._on_change, names="value")
-        self._update()
+        self._updating = True
+        try:
+            self._update()
+        finally:
+            self._updating = False
+        self._show_notice()
 
     # -- what the view shows ------------------------------------------------
 
@@ -186,8 +297,8 @@ class AttentionExplorer:
 
     @property
     def tokens(self):
-        """(query tokens, key tokens) of the current inputs."""
-        return list(self._row_labels), list(self._col_labels)
+        """(query tokens, key tokens) of the current inputs, as typed."""
+        return list(self._inputs["rows"]), list(self._inputs["cols"])
 
     @property
     def readouts(self):
@@ -200,87 +311,244 @@ class AttentionExplorer:
             "score_std": float(self._scores.std()),
         }
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    @property
+    def divisor_text(self):
+        """The divisor the scores are divided by now, e.g. ``"÷ √512 = 22.63"`` (``"÷ 1"`` unscaled)."""
+        d_k = self.controls["d_k"].value
+        return f"÷ √{d_k} = {math.sqrt(d_k):.2f}" if self.controls["scaled"].value else "÷ 1"
+
+    @property
+    def message(self):
+        """The notice as plain text: a cut sentence, a failed update, or ``""``."""
+        return " ".join(part for part in (self._error, self._note) if part)
+
+    def __repr__(self):
+        c = self.controls
+        if c["mode"].value == "random":
+            what = f"random q, k of size d_k = {c['d_k'].value}"
+        elif c["example"].value == CUSTOM:
+            what = f"your sentence ({len(self._inputs['rows'])} tokens)"
+        else:
+            what = f"example {c['example'].value!r}"
+        scaled = f"scores {self.divisor_text}" if c["scaled"].value else "unscaled scores"
+        causal = ", causal mask" if c["causal"].value else ""
+        return (f"AttentionExplorer: {what}, T = {c['temperature'].value:.2f}, {scaled}{causal} "
+                "(run the cell to move its controls)")
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        """The live widget plus, for viewers without a kernel, a picture of it and a short text.
+
+        ipywidgets 8 widgets have ``_repr_mimebundle_``; ipywidgets 7 ones
+        display through ``_ipython_display_`` instead, so for those the widget
+        view is built here as ipywidgets 7 builds it. A front end that can
+        show the widget shows only the widget (a bundle is one output, shown
+        in one of its formats); one that cannot shows the ``image/png``.
+        """
+        own = getattr(self.widget, "_repr_mimebundle_", None)
+        if own is not None:  # ipywidgets 8
+            bundle = dict(own(**kwargs) or {})
+        else:  # ipywidgets 7: what Widget._ipython_display_ publishes
+            bundle = {WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}}
+            displayed = getattr(self.widget, "_handle_displayed", None)
+            if displayed is not None:
+                displayed(**kwargs)
+        bundle["text/plain"] = repr(self)
+        bundle["image/png"] = base64.b64encode(self.snapshot_png()).decode("ascii")
+        return bundle
 
     # -- computing ------------------------------------------------------------
 
-    def _load_inputs(self):
-        """Set q, k, v and the labels from the mode, example and sentence controls."""
+    def _read_inputs(self):
+        """q, k, v, labels and a note from the mode, example and sentence controls (nothing is changed)."""
         c = self.controls
+        note = ""
         if c["mode"].value == "random":
-            self._q, self._k, self._v = random_qkv(c["d_k"].value, seed=self.seed)
-            self._row_labels = [f"q{i}" for i in range(RANDOM_N)]
-            self._col_labels = [f"k{j}" for j in range(RANDOM_N)]
+            q, k, v = random_qkv(c["d_k"].value, seed=self.seed)
+            rows = [f"q{i}" for i in range(RANDOM_N)]
+            cols = [f"k{j}" for j in range(RANDOM_N)]
         elif c["example"].value == CUSTOM:
-            tokens, self._q, self._k, self._v = sentence_example(c["sentence"].value, seed=self.seed)
-            self._row_labels = self._col_labels = tokens
+            rows, q, k, v = sentence_example(c["sentence"].value, seed=self.seed)
+            cols = rows
+            n_words = sentence_tokens(c["sentence"].value)[1]
+            if n_words > len(rows):
+                note = (f"Showing the first {len(rows)} of {n_words} words; "
+                        f"cut after '{visible(rows[-1])}'.")
+            elif n_words == 0:
+                note = f"The sentence is empty: showing the placeholder word {EMPTY}."
         else:
             ex = load_example(c["example"].value)
-            self._q, self._k, self._v = ex.q, ex.k, ex.v
-            self._row_labels, self._col_labels = ex.tokens, ex.key_tokens
-        n = len(self._row_labels)
-        options = [(f"{i}: {t}", i) for i, t in enumerate(self._row_labels)]
-        if c["row"].options != tuple(options):
-            keep = min(c["row"].value, n - 1)
-            c["row"].options = options
-            c["row"].value = keep
-        self._figure = None  # the shape may have changed: build a new figure
+            q, k, v, rows, cols = ex.q, ex.k, ex.v, ex.tokens, ex.key_tokens
+        return {"q": q, "k": k, "v": v, "rows": list(rows), "cols": list(cols), "note": note,
+                "shown_rows": [visible(t) for t in rows], "shown_cols": [visible(t) for t in cols]}
 
-    def _compute(self):
+    def _set_row_options(self):
+        """One option per query row (keeping the chosen row when it still exists)."""
+        row = self.controls["row"]
+        options = [(f"{i}: {t}", i) for i, t in enumerate(self._inputs["shown_rows"])]
+        if row.options != tuple(options):
+            keep = min(row.value, len(options) - 1)
+            row.options = options
+            row.value = keep
+
+    def _compute(self, inputs):
+        """Scores (n, m), weights (n, m) and outputs (n, d_v) of ``inputs`` under the current controls."""
         c = self.controls
-        d_k = c["d_k"].value
-        scale = 1.0 / math.sqrt(d_k) if c["scaled"].value else 1.0
-        self._scores = attention_scores(self._q, self._k, scale=scale)  # (n, m)
-        n, m = self._scores.shape
-        logits = self._scores
-        if c["causal"].value:
-            logits = np.where(causal_mask(n, m), self._scores, -np.inf)
-        self._weights = softmax(logits, temperature=c["temperature"].value)
-        self._out = self._weights @ self._v  # (n, m) x (m, d_v) -> (n, d_v)
+        scale = 1.0 / math.sqrt(c["d_k"].value) if c["scaled"].value else 1.0
+        scores = attention_scores(inputs["q"], inputs["k"], scale=scale)  # (n, m)
+        n, m = scores.shape
+        logits = np.where(causal_mask(n, m), scores, -np.inf) if c["causal"].value else scores
+        weights = softmax(logits, temperature=c["temperature"].value)
+        return scores, weights, weights @ inputs["v"]  # (n, m) x (m, d_v) -> (n, d_v)
+
+    def _figure_for(self, inputs):
+        """The figure for these labels and d_v: a kept one, or a new one (the oldest is dropped)."""
+        key = (tuple(inputs["shown_rows"]), tuple(inputs["shown_cols"]), inputs["v"].shape[-1])
+        figure = self._figures.pop(key, None)
+        if figure is None:
+            figure = AttentionFigure(*key)
+            while len(self._figures) >= FIGURE_CACHE:
+                self._figures.pop(next(iter(self._figures)))
+        self._figures[key] = figure  # most recently used last
+        return key, figure
 
     def _on_change(self, change):
         if self._updating:
             return
-        name = change["owner"]
-        reload = name in (self.controls["mode"], self.controls["example"], self.controls["sentence"])
-        random_dk = name is self.controls["d_k"] and self.controls["mode"].value == "random"
+        c = self.controls
+        owner = change["owner"]
         self._updating = True
         try:
-            if name is self.controls["example"] and change["new"] != CUSTOM:
+            if owner is c["example"] and change["new"] != CUSTOM:
                 ex = load_example(change["new"])
-                self.controls["d_k"].value = ex.d_k
-                self.controls["scaled"].value = ex.scaled
-            if reload or random_dk:
-                self._load_inputs()
+                c["d_k"].value = ex.d_k
+                c["scaled"].value = ex.scaled
+            reload = owner in (c["mode"], c["example"], c["sentence"]) or (
+                owner is c["d_k"] and c["mode"].value == "random")
+            self._update(reload=reload)
+        except Exception as error:  # noqa: BLE001 - any failure: say so, keep the last picture
+            first_line = (str(error).strip().splitlines() or [""])[0][:120]
+            self._error = (f"This change could not be drawn ({type(error).__name__}: {first_line}); "
+                           "the picture and numbers below are from before it. Move any control to try again.")
         finally:
             self._updating = False
-        self._update()
+        self._show_notice()
 
-    def _update(self):
-        self._compute()
-        if self._figure is None:
-            self._figure = AttentionFigure(self._row_labels, self._col_labels, self._v.shape[-1])
-        row = self.controls["row"].value
-        self._figure.update(self._scores, self._weights, self._out, row=row)
-        self.image.value = self._figure.png()
+    def _update(self, reload=False):
+        """Recompute and redraw; nothing visible changes unless all of it worked."""
+        inputs = self._read_inputs() if reload else self._inputs
+        scores, weights, out = self._compute(inputs)
+        row = min(self.controls["row"].value, len(inputs["rows"]) - 1)
+        key, figure = self._figure_for(inputs)
+        try:
+            figure.update(scores, weights, out, row=row)
+            png = figure.png()
+        except Exception:
+            self._figures.pop(key, None)  # built afresh next time
+            raise
+        # All worked: show it.
+        self._inputs, self._figure = inputs, figure
+        self._scores, self._weights, self._out = scores, weights, out
+        self._note, self._error = inputs["note"], ""
+        self._set_row_options()
+        self.image.value = png
         self.readout.value = self._readout_html()
+        self.d_k_help.value = html.escape(self._d_k_help_text())
+
+    def _show_notice(self):
+        self.notice.value = "".join(
+            f'<p style="color:{colour}">{html.escape(text)}</p>'
+            for text, colour in ((self._error, "#b00020"), (self._note, "#555"))
+            if text
+        )
+
+    # -- readouts -------------------------------------------------------------
+
+    def _d_k_help_text(self):
+        c = self.controls
+        d_k, scaled = c["d_k"].value, c["scaled"].value
+        if c["mode"].value == "random":
+            c["d_k"].description = "d_k = size of q, k"
+            return (f"q and k have {d_k} numbers each; "
+                    + (f"scores {self.divisor_text}" if scaled else "unscaled: their spread grows like √d_k"))
+        c["d_k"].description = "divide by √d_k"
+        width = self._inputs["q"].shape[-1]
+        if not scaled:
+            return f"unscaled: d_k changes nothing here (q and k keep their {width} numbers)"
+        return (f"{self.divisor_text}: only the divisor of these fixed scores (q and k keep their "
+                f"{width} numbers); random mode shows what a larger d_k does")
+
+    def _summary_lines(self):
+        """The readouts' first lines as plain text."""
+        c, r = self.controls, self.readouts
+        d_k = c["d_k"].value
+        if not c["scaled"].value:
+            formula = "scores = q·k (unscaled)"
+        elif c["mode"].value == "random":
+            formula = f"scores = q·k / √d_k, d_k = {d_k} (the size of q and k): {self.divisor_text}"
+        else:
+            formula = f"scores = q·k / √d_k with the divisor set to √{d_k} = {math.sqrt(d_k):.2f}"
+        m = len(self._inputs["cols"])
+        return [
+            f"{formula}; temperature T = {c['temperature'].value:.2f}",
+            f"spread of the scores (std) {r['score_std']:.3f}; mean largest weight {r['max_weight'].mean():.3f}; "
+            f"mean entropy {r['entropy'].mean():.3f} nats (uniform over {m} keys: {math.log(m):.3f})",
+        ]
+
+    def _table(self):
+        """Header and rows of the readout table as plain text cells (at most 16 rows)."""
+        r = self.readouts
+        rows, cols = self._inputs["shown_rows"], self._inputs["shown_cols"]
+        body = [
+            [rows[i], f"{r['entropy'][i]:.3f}", f"{r['max_weight'][i]:.3f} on {cols[r['argmax'][i]]}",
+             f"{r['row_sums'][i]:.3f}"]
+            for i in range(min(len(rows), READOUT_ROWS))
+        ]
+        header = ["query", "entropy (nats)", "largest weight", "row sum"]
+        more = f"(the first {READOUT_ROWS} of {len(rows)} queries)" if len(rows) > READOUT_ROWS else ""
+        return header, body, more
 
     def _readout_html(self):
-        r = self.readouts
-        c = self.controls
-        names = self._col_labels
-        cells = "".join(
-            f"<tr><td>{self._row_labels[i]}</td><td>{r['entropy'][i]:.3f}</td>"
-            f"<td>{r['max_weight'][i]:.3f} on {names[r['argmax'][i]]}</td><td>{r['row_sums'][i]:.3f}</td></tr>"
-            for i in range(min(len(self._row_labels), 16))
-        )
-        scaled = f"scores = q·k / √{c['d_k'].value}" if c["scaled"].value else "scores = q·k (unscaled)"
-        return (
-            f"<p><b>{scaled}</b>, temperature {c['temperature'].value:.2f}; "
-            f"spread of the scores (std) {r['score_std']:.3f}; "
-            f"mean largest weight {r['max_weight'].mean():.3f}; "
-            f"mean entropy {r['entropy'].mean():.3f} nats (uniform: {math.log(len(names)):.3f})</p>"
-            "<table><tr><th>query</th><th>entropy (nats)</th><th>largest weight</th><th>row sum</th></tr>"
-            f"{cells}</table>"
-        )
+        """The readouts as HTML: every token is escaped, so it shows exactly as typed."""
+        first, second = (html.escape(line) for line in self._summary_lines())
+        header, body, more = self._table()
+        cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in body)
+        heads = "".join(f"<th>{html.escape(x)}</th>" for x in header)
+        return (f"<p><b>{first}</b><br>{second}</p><table><tr>{heads}</tr>{cells}</table>"
+                + (f"<p>{html.escape(more)}</p>" if more else ""))
+
+    def snapshot_png(self):
+        """The picture and the readouts as one PNG: what a viewer without a kernel sees.
+
+        The figure as the widget shows it now, with the notice, the summary
+        and the readout table stamped below it in the same font.
+        """
+        from PIL import Image
+
+        if self._glyphs is None:
+            self._glyphs = _GlyphCache(dpi=72)
+        size, line, pad = 9, 14, 8
+        header, body, more = self._table()
+        widths = [max(self._glyphs._alpha(row[j], size).shape[1] for row in [header, *body]) + 18
+                  for j in range(len(header))]
+        lines = [text for text in (self.message, *self._summary_lines()) if text]
+        figure = np.asarray(Image.open(io.BytesIO(self.image.value)).convert("RGBA"))
+        text_width = max([sum(widths)] + [self._glyphs._alpha(t, size).shape[1] for t in lines])
+        height = figure.shape[0] + pad + line * (len(lines) + 1 + len(body) + bool(more)) + pad
+        pixels = np.full((height, max(figure.shape[1], text_width + 2 * pad), 4), 255, dtype=np.uint8)
+        pixels[: figure.shape[0], : figure.shape[1]] = figure
+        y = figure.shape[0] + pad + line / 2
+        for text in lines:
+            colour = "#b00020" if self._error and text == self.message else "black"
+            self._glyphs.stamp(pixels, text, colour, pad, y, False, size=size)
+            y += line
+        for k, row in enumerate([header, *body]):
+            x = pad
+            for j, cell in enumerate(row):
+                self._glyphs.stamp(pixels, cell, "#555" if k == 0 else "black", x, y, False, size=size)
+                x += widths[j]
+            y += line
+        if more:
+            self._glyphs.stamp(pixels, more, "#555", pad, y, False, size=size)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="png", optimize=True)
+        return buffer.getvalue()
