@@ -50,6 +50,9 @@ __all__ = [
     "Adam",
     "induction_task",
     "repeat_masks",
+    "load_trained_induction_model",
+    "retrain_induction_model",
+    "save_induction_model",
     "train_induction",
     "head_scores",
     "TRAINING_CONFIG",
@@ -290,7 +293,8 @@ class AttentionOnlyTransformer:
         cache = {"tokens": tokens, "resid": [x], "qkv": [], "z": [], "weights": [], "keep": []}
         for layer in range(L):
             qkv = x @ self._qkv_matrix(layer)  # (B, n, d) x (d, 3He) -> (B, n, 3He)
-            qkv = qkv.reshape(B, n, 3, H, e).transpose(2, 0, 3, 1, 4)  # (3, B, H, n, e)
+            # One contiguous copy, so the batched matmuls below need no hidden copies of their own.
+            qkv = np.ascontiguousarray(qkv.reshape(B, n, 3, H, e).transpose(2, 0, 3, 1, 4))  # (3, B, H, n, e)
             z, weights = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], causal=True)  # (B, H, n, e)
             keep = np.ones(H, dtype=self.dtype)
             for lay, head in ablated:
@@ -443,7 +447,8 @@ class AttentionOnlyTransformer:
             z_flat = z.transpose(0, 2, 1, 3).reshape(B * n, H * e)
             g_flat = g.reshape(B * n, d)
             g_o[layer] = (z_flat.T @ g_flat).reshape(H, e, d)  # (He, Bn) x (Bn, d) -> (He, d)
-            dz = (g_flat @ p["W_O"][layer].reshape(H * e, d).T).reshape(B, n, H, e).transpose(0, 2, 1, 3)
+            dz = g_flat @ p["W_O"][layer].reshape(H * e, d).T  # (Bn, d) x (d, He) -> (Bn, He)
+            dz = np.ascontiguousarray(dz.reshape(B, n, H, e).transpose(0, 2, 1, 3))  # (B, H, n, e)
             dz = dz * cache["keep"][layer][:, None, None]  # an ablated head passes nothing back
             q, k, v = cache["qkv"][layer]
             dq, dk, dv = attention_backward(q, k, v, dz, causal=True)  # each (B, H, n, e)
@@ -798,3 +803,109 @@ def train_induction(
             )
     model.train_seconds = time.process_time() - start
     return model, history
+
+
+# ---------------------------------------------------------------------------
+# The stored trained model (package data)
+# ---------------------------------------------------------------------------
+
+
+def save_induction_model(model, history, path, *, seed, config):
+    """Write a trained model, its history and how it was made to one ``.npz`` file.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    history : dict of str to ndarray
+        As returned by :func:`train_induction`.
+    path : str or path-like
+    seed : int
+        The seed passed to :func:`train_induction`.
+    config : dict
+        Its other arguments (JSON-serialisable).
+
+    Notes
+    -----
+    Keys: ``param/<name>`` (float32), ``history/<key>`` (float32, ``step``
+    int32) and ``metadata``, a JSON string with the seed, the config, the
+    model's shape and :data:`RECIPE`.
+    """
+    metadata = {"seed": int(seed), "config": dict(config), "model": model.config, "recipe": RECIPE}
+    arrays = {f"param/{name}": w.astype(np.float32) for name, w in model.params.items()}
+    for key, values in history.items():
+        arrays[f"history/{key}"] = np.asarray(values).astype(np.int32 if key == "step" else np.float32)
+    arrays["metadata"] = np.array(json.dumps(metadata, sort_keys=True))
+    np.savez_compressed(path, **arrays)
+
+
+def _read_model_file(source):
+    with np.load(source, allow_pickle=False) as data:
+        metadata = json.loads(str(data["metadata"]))
+        params = {key.split("/", 1)[1]: data[key] for key in data.files if key.startswith("param/")}
+        history = {key.split("/", 1)[1]: data[key] for key in data.files if key.startswith("history/")}
+    model = AttentionOnlyTransformer(**metadata["model"], seed=metadata["seed"])
+    for name, w in params.items():
+        if model.params[name].shape != w.shape:
+            raise ValueError(f"stored {name} has shape {w.shape}, the model expects {model.params[name].shape}")
+        model.params[name][...] = w
+    model.metadata = metadata
+    return model, history
+
+
+def load_trained_induction_model():
+    """The model :func:`train_induction` made with the stored seed and config, and its history.
+
+    Read from the package data ``helpers/data/induction_model.npz`` with
+    :mod:`importlib.resources`; no training, no network.
+
+    Returns
+    -------
+    model : AttentionOnlyTransformer
+        With an extra attribute ``metadata``: ``{"seed", "config", "model",
+        "recipe"}`` (see :func:`save_induction_model`).
+    history : dict of str to ndarray
+        As returned by :func:`train_induction` (float32).
+
+    Examples
+    --------
+    >>> model, history = load_trained_induction_model()
+    >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
+    (0, 2, 2, 1000)
+    """
+    from importlib import resources
+
+    with resources.as_file(resources.files("helpers") / "data" / DATA_FILE) as path:
+        return _read_model_file(path)
+
+
+def retrain_induction_model(path=None, *, seed=0, progress=False):
+    """Retrain the stored model from :data:`TRAINING_CONFIG` with one BLAS thread, and save it.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        Where to write; the package's ``helpers/data/induction_model.npz``
+        by default (run from a source checkout).
+    seed : int, default 0
+    progress : bool, default False
+
+    Returns
+    -------
+    model, history
+        As from :func:`train_induction`.
+    """
+    from pathlib import Path
+
+    from threadpoolctl import threadpool_limits
+
+    config = dict(TRAINING_CONFIG)
+    with threadpool_limits(limits=1):
+        model, history = train_induction(seed=seed, progress=progress, **config)
+    if path is None:
+        path = Path(__file__).resolve().parent / "data" / DATA_FILE
+    save_induction_model(model, history, path, seed=seed, config=config)
+    return model, history
+
+
+if __name__ == "__main__":  # python -m helpers.transformer: retrain the stored model
+    retrain_induction_model(progress=True)

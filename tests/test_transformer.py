@@ -329,3 +329,37 @@ def test_training_is_deterministic_with_one_thread():
     np.testing.assert_array_equal(hist_a["step"], np.arange(40))
     # The loss falls on this easy task.
     assert hist_a["loss"][-5:].mean() < hist_a["loss"][:5].mean()
+
+
+# ---------------------------------------------------------------------------
+# The stored model
+# ---------------------------------------------------------------------------
+
+
+def test_stored_model_loads_with_its_recipe_and_has_an_induction_head():
+    model, history = tr.load_trained_induction_model()
+    meta = model.metadata
+    assert meta["seed"] == 0 and meta["config"] == tr.TRAINING_CONFIG and meta["recipe"] == tr.RECIPE
+    assert model.config == dict(
+        vocab_size=16, d_model=32, n_layers=2, n_heads=2, max_len=tr.TRAINING_CONFIG["seq_len"]
+    )
+    assert len(history["loss"]) == tr.TRAINING_CONFIG["steps"]
+    tokens, periods = induction_task(256, 24, 16, np.random.default_rng(123))
+    scores = head_scores(model, tokens, periods)
+    assert scores["previous_token"][0].max() > 0.5  # a previous-token head in layer 0
+    assert scores["induction"][1].sum() > 0.5  # layer 1 looks at the induction target
+    targets = np.roll(tokens, -1, axis=1)
+    repeat, other = repeat_masks(periods, 24)
+    assert model.loss(tokens, targets, repeat) < 0.6 < math.log(16) < model.loss(tokens, targets, other)
+
+
+def test_retraining_reproduces_the_stored_weights(tmp_path):
+    """The stored weights are what the stored recipe makes (one BLAS thread; about 15 s)."""
+    stored, stored_history = tr.load_trained_induction_model()
+    model, history = tr.retrain_induction_model(tmp_path / "again.npz", seed=stored.metadata["seed"])
+    for name, w in stored.params.items():
+        np.testing.assert_allclose(model.params[name], w, rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(history["loss"], stored_history["loss"], rtol=1e-4)
+    again, _ = tr._read_model_file(tmp_path / "again.npz")
+    for name, w in model.params.items():
+        np.testing.assert_array_equal(again.params[name], w)
