@@ -13,8 +13,8 @@ through :func:`helpers.attention.attention_backward`; everything around it is
 matrix products whose gradients are a transpose away. A small :class:`Adam`
 optimiser updates the parameters in place.
 
-The task (:func:`induction_task`) is a random segment of tokens that repeats.
-Once the segment has been seen, the next token is predictable: find the
+The task (:func:`induction_task`) is random tokens in which a segment of
+random length is repeated. Inside the repeat, the next token is predictable: find the
 earlier occurrence of the current token and copy the token that followed it.
 Two heads working together do this (an *induction circuit*): a *previous-token
 head* in layer 0 writes "my predecessor was X" into each position's residual
@@ -542,38 +542,42 @@ class Adam:
 
 
 def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12):
-    """Random sequences made of a segment that repeats, with a random period per sequence.
+    """Random token sequences in which a segment of random length is repeated once.
 
-    Each sequence draws a period ``p`` uniformly from ``min_period..max_period``
-    (capped at ``seq_len - 1``) and ``p`` tokens (distinct when
-    ``p <= vocab_size``); the sequence is that segment repeated until it is
-    ``seq_len`` long, so ``tokens[b, i] == tokens[b, i - p]`` for ``i >= p``.
-    From position ``i = p`` on, the next token can be predicted by looking
-    back one period: it is ``tokens[b, i - p + 1]``.
+    Each sequence draws a *period* ``p`` uniformly from ``min_period..max_period``
+    (capped at ``seq_len // 2``) and ``seq_len`` random tokens; then the
+    first ``p`` tokens (the *segment*) are copied to positions ``p..2p-1``
+    (the *repeat*). So ``tokens[b, i] == tokens[b, i - p]`` for
+    ``p <= i < 2p``, and everything else is random. Inside the repeat, at
+    ``p <= i <= 2p - 2``, the next token is predictable by looking back one
+    period: it is ``tokens[b, i - p + 1]``, the token that followed the
+    current token's earlier occurrence.
 
     Parameters
     ----------
     batch : int
     seq_len : int
-        Must exceed ``min_period``.
+        Must be at least ``2 * min_period``.
     vocab_size : int
     rng : numpy.random.Generator or int
         Where the randomness comes from (an int seeds a new generator).
     min_period, max_period : int, default 4 and 12
         The range of the segment's length (both included). With one fixed
-        length the model could learn the period through the positions
+        length the model could learn the repeat through the positions
         instead of reading the tokens; a random length rules that out.
 
     Returns
     -------
     tokens : ndarray of int64, shape (batch, seq_len)
+        Token ids in ``0..vocab_size-1``, drawn uniformly (so a token may
+        occur twice inside one segment by chance).
     periods : ndarray of int64, shape (batch,)
         The segment length ``p`` of each sequence.
 
     Examples
     --------
     >>> tokens, periods = induction_task(2, 10, 16, np.random.default_rng(0))
-    >>> all((row[p:] == row[:-p]).all() for row, p in zip(tokens, periods))
+    >>> all((row[p:2 * p] == row[:p]).all() for row, p in zip(tokens, periods))
     True
     """
     batch = _positive_int(batch, "batch")
@@ -583,16 +587,19 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12)
     max_period = _positive_int(max_period, "max_period")
     if max_period < min_period:
         raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
-    if seq_len <= min_period:
+    if seq_len < 2 * min_period:
         raise ValueError(
-            f"seq_len must be > min_period = {min_period} so that something repeats: got seq_len={seq_len}"
+            f"seq_len must be >= 2 * min_period = {2 * min_period} so that the segment fits twice: "
+            f"got seq_len={seq_len}"
         )
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    top = min(max_period, seq_len - 1)
+    top = min(max_period, seq_len // 2)
     periods = rng.integers(min_period, top + 1, size=batch)  # (batch,)
-    segments = rng.integers(0, vocab_size, size=(batch, top))  # (batch, top); only the first p are used
-    positions = np.arange(seq_len)[None, :] % periods[:, None]  # (batch, seq_len)
-    tokens = np.take_along_axis(segments, positions, axis=1)
+    tokens = rng.integers(0, vocab_size, size=(batch, seq_len))  # (batch, seq_len)
+    i = np.arange(seq_len)[None, :]
+    in_repeat = (i >= periods[:, None]) & (i < 2 * periods[:, None])
+    source = np.where(in_repeat, i - periods[:, None], i)  # copy positions p..2p-1 from 0..p-1
+    tokens = np.take_along_axis(tokens, source, axis=1)
     return tokens.astype(np.int64), periods.astype(np.int64)
 
 
@@ -604,16 +611,16 @@ def _check_periods(periods, batch, n):
         arr = np.full(batch, int(arr))
     if arr.shape != (batch,):
         raise ValueError(f"periods must have shape (batch,) = ({batch},): got periods.shape={arr.shape}")
-    if arr.min() < 1 or arr.max() >= n:
+    if arr.min() < 2 or 2 * arr.max() > n:
         raise ValueError(
-            f"periods must lie in 1..n-1 = 1..{n - 1} (something must repeat): "
+            f"periods must lie in 2..n//2 = 2..{n // 2} (the segment and its repeat fit in n = {n}): "
             f"got values in {int(arr.min())}..{int(arr.max())}"
         )
     return arr.astype(np.int64)
 
 
 def repeat_masks(periods, n):
-    """Which positions' next token is predictable from the repeat, and which are not.
+    """Which positions' next token the repeat makes predictable, and which are random.
 
     Parameters
     ----------
@@ -624,28 +631,30 @@ def repeat_masks(periods, n):
     Returns
     -------
     repeat : ndarray of bool, shape (B, n)
-        ``p <= i <= n - 2``: the current token has been seen one period ago,
-        so the next one (which exists) is predictable.
+        ``p <= i <= 2p - 2``: the current token was seen one period ago, and
+        the next one is the token that followed it then.
     other : ndarray of bool, shape (B, n)
-        ``i < p``: the first pass through the segment, where the next token
-        is a fresh random draw.
+        Every other position that has a next token (``i <= n - 2``): its
+        next token is a fresh random draw.
 
     Examples
     --------
-    >>> repeat, other = repeat_masks([2], 5)
+    >>> repeat, other = repeat_masks([2], 6)
     >>> repeat.astype(int), other.astype(int)
-    (array([[0, 0, 1, 1, 0]]), array([[1, 1, 0, 0, 0]]))
+    (array([[0, 0, 1, 0, 0, 0]]), array([[1, 1, 0, 1, 1, 0]]))
     """
     periods = np.asarray(periods)[:, None]
     i = np.arange(n)[None, :]
-    return (i >= periods) & (i <= n - 2), i < periods
+    repeat = (i >= periods) & (i <= 2 * periods - 2) & (i <= n - 2)
+    return repeat, (i <= n - 2) & ~repeat
 
 
 def _induction_batch_scores(weights, periods):
     """Previous-token and induction scores (H,) of one layer's weights (B, H, n, n)."""
     B, H, n, _ = weights.shape
     prev = weights[:, :, np.arange(1, n), np.arange(0, n - 1)].mean(axis=(0, 2))  # (H,)
-    rows_b, rows_i = np.nonzero(np.arange(n)[None, :] >= periods[:, None])  # predictable rows i >= p
+    repeat, _ = repeat_masks(periods, n)
+    rows_b, rows_i = np.nonzero(repeat)  # the predictable rows p <= i <= 2p - 2
     cols = rows_i - periods[rows_b] + 1
     induct = weights[rows_b, :, rows_i, cols].mean(axis=0)  # (R, H) -> (H,)
     return prev, induct
@@ -661,7 +670,8 @@ def head_scores(model, tokens, periods):
     tokens : array_like of int, shape (B, n)
         Repeated sequences, e.g. from :func:`induction_task`.
     periods : array_like of int, shape (B,)
-        The period ``p`` of each sequence (1 <= p < n).
+        The period ``p`` of each sequence (``2 <= p <= n // 2``): positions
+        ``p..2p-1`` repeat positions ``0..p-1``.
 
     Returns
     -------
@@ -670,7 +680,8 @@ def head_scores(model, tokens, periods):
         puts on key ``i - 1``, over every sequence and every ``i >= 1``.
         ``"induction"``: ndarray (L, H), the mean weight query ``i`` puts on
         key ``i - p + 1`` (the token that followed the earlier occurrence of
-        the current token), over every sequence and every ``i >= p``.
+        the current token), over every sequence and every predictable
+        position ``p <= i <= 2p - 2`` of the repeat (see :func:`repeat_masks`).
         Both lie in [0, 1]; 1 means all of the weight, always.
 
     Examples
@@ -757,9 +768,9 @@ def train_induction(
         - ``"step"`` (steps,): 0, 1, ...;
         - ``"loss"`` (steps,): the training loss;
         - ``"repeat_loss"`` (steps,): the loss on the predictable part of the
-          repeat (positions ``p <= i <= n - 2``, see :func:`repeat_masks`);
-        - ``"other_loss"`` (steps,): the loss on the first pass (``i < p``),
-          which nothing can predict (``log(vocab_size)`` at best);
+          repeat (positions ``p <= i <= 2p - 2``, see :func:`repeat_masks`);
+        - ``"other_loss"`` (steps,): the loss on every other position, whose
+          next token is random (``log(vocab_size)`` at best);
         - ``"previous_token"``, ``"induction"`` (steps, L, H): the head
           scores of :func:`head_scores` on that batch.
     """
