@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_blockwise.py
+	$(BIN)/python benchmarks/bench_transformer.py
 
 # The trained weights the induction-head notebook loads (about 15 s of CPU).
 induction-model: $(STAMP)
