@@ -370,3 +370,80 @@ def test_retraining_reproduces_the_stored_weights(tmp_path):
     again, _ = tr._read_model_file(tmp_path / "again.npz")
     for name, w in model.params.items():
         np.testing.assert_array_equal(again.params[name], w)
+
+
+# ---------------------------------------------------------------------------
+# The trained-head explorer (helpers.widgets.TrainedHeadExplorer)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    from helpers.widgets import TrainedHeadExplorer
+
+    return TrainedHeadExplorer(text="A B C D E F A B C D E", layer=1, head=0)
+
+
+def test_explorer_shows_the_models_own_pattern_at_temperature_one(explorer):
+    model = explorer.model
+    ids = np.array([[0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4]])
+    patterns = model.attention_patterns(ids)[0]  # (L, H, n, n)
+    for layer in range(2):
+        for head in range(2):
+            explorer.controls["layer"].value = layer
+            explorer.controls["head"].value = head
+            np.testing.assert_allclose(explorer.weights, patterns[layer, head], rtol=1e-5, atol=1e-6)
+    assert explorer.tokens == list("ABCDEFABCDE")
+    assert len(explorer.image.value) > 1000  # a PNG was drawn
+    # The trained induction head: in the repeat, query i looks at i - 6 + 1 most.
+    explorer.controls["layer"].value, explorer.controls["head"].value = 1, 0
+    assert [int(explorer.weights[i].argmax()) for i in range(7, 11)] == [2, 3, 4, 5]
+
+
+def test_explorer_temperature_acts_on_the_heads_scores(explorer):
+    explorer.controls["layer"].value, explorer.controls["head"].value = 1, 1
+    scores = explorer.scores
+    assert np.all(np.isneginf(scores[np.triu_indices(11, 1)]))
+    for t in (0.1, 3.0, 1.0):
+        explorer.controls["temperature"].value = t
+        shifted = scores / t - np.max(scores / t, axis=1, keepdims=True)
+        expected = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(explorer.weights, expected, atol=1e-9)
+    explorer.controls["temperature"].value = 0.1
+    sharp = explorer.weights.max(axis=1).mean()
+    explorer.controls["temperature"].value = 10.0
+    assert explorer.weights.max(axis=1).mean() < sharp
+    explorer.controls["temperature"].value = 1.0
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("A B Z", "unknown token Z: the vocabulary is A B C D E F G H I J K L M N O P (or the ids 0..15)"),
+        ("", "type some tokens"),
+        ("   ,, ", "type some tokens"),
+        (" ".join("A" * 25), "at most 24 tokens (the model's max_len): got 25"),
+        ("A 16 -1 x@ é", "unknown tokens 16 -1 x@ é"),
+    ],
+)
+def test_explorer_explains_what_it_cannot_read(text, message):
+    from helpers.widgets import TrainedHeadExplorer
+
+    ex = TrainedHeadExplorer(text="A B C")
+    ex.controls["tokens"].value = text
+    assert message in ex.message and message in ex.readout.value
+    assert ex.weights is None and ex.tokens is None and ex.image.value == b""
+    ex.controls["temperature"].value = 2.0  # other controls still work, and do not raise
+    ex.controls["head"].value = 1
+    ex.controls["tokens"].value = "a b 2 15"  # case-insensitive names and ids
+    assert ex.tokens == ["A", "B", "C", "P"] and ex.message == "" and ex.weights.shape == (4, 4)
+
+
+def test_explorer_single_token_and_bad_arguments():
+    from helpers.widgets import TrainedHeadExplorer
+
+    ex = TrainedHeadExplorer(text="K")
+    np.testing.assert_allclose(ex.weights, [[1.0]])
+    with pytest.raises(ValueError, match=r"layer must be an integer in 0..1: got 2"):
+        TrainedHeadExplorer(layer=2)
+    assert "TrainedHeadExplorer" in __import__("helpers.widgets").widgets.__all__
