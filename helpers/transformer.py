@@ -611,9 +611,9 @@ def _check_periods(periods, batch, n):
         arr = np.full(batch, int(arr))
     if arr.shape != (batch,):
         raise ValueError(f"periods must have shape (batch,) = ({batch},): got periods.shape={arr.shape}")
-    if arr.min() < 2 or 2 * arr.max() > n:
+    if arr.min() < 2 or arr.max() > n - 1:
         raise ValueError(
-            f"periods must lie in 2..n//2 = 2..{n // 2} (the segment and its repeat fit in n = {n}): "
+            f"periods must lie in 2..n-1 = 2..{n - 1} (something must repeat within n = {n}): "
             f"got values in {int(arr.min())}..{int(arr.max())}"
         )
     return arr.astype(np.int64)
@@ -653,8 +653,9 @@ def _induction_batch_scores(weights, periods):
     """Previous-token and induction scores (H,) of one layer's weights (B, H, n, n)."""
     B, H, n, _ = weights.shape
     prev = weights[:, :, np.arange(1, n), np.arange(0, n - 1)].mean(axis=(0, 2))  # (H,)
-    repeat, _ = repeat_masks(periods, n)
-    rows_b, rows_i = np.nonzero(repeat)  # the predictable rows p <= i <= 2p - 2
+    i = np.arange(n)[None, :]
+    rows = (i >= periods[:, None]) & (i <= 2 * periods[:, None] - 2)  # (B, n); i <= n - 1 by construction
+    rows_b, rows_i = np.nonzero(rows)  # the predictable rows p <= i <= 2p - 2
     cols = rows_i - periods[rows_b] + 1
     induct = weights[rows_b, :, rows_i, cols].mean(axis=0)  # (R, H) -> (H,)
     return prev, induct
@@ -670,8 +671,9 @@ def head_scores(model, tokens, periods):
     tokens : array_like of int, shape (B, n)
         Repeated sequences, e.g. from :func:`induction_task`.
     periods : array_like of int, shape (B,)
-        The period ``p`` of each sequence (``2 <= p <= n // 2``): positions
-        ``p..2p-1`` repeat positions ``0..p-1``.
+        The period ``p`` of each sequence (``2 <= p <= n - 1``): positions
+        ``p..2p-1`` repeat positions ``0..p-1`` (cut off at ``n - 1`` when
+        ``2p > n``).
 
     Returns
     -------
@@ -681,7 +683,7 @@ def head_scores(model, tokens, periods):
         ``"induction"``: ndarray (L, H), the mean weight query ``i`` puts on
         key ``i - p + 1`` (the token that followed the earlier occurrence of
         the current token), over every sequence and every predictable
-        position ``p <= i <= 2p - 2`` of the repeat (see :func:`repeat_masks`).
+        position ``p <= i <= 2p - 2`` of the repeat (and ``i <= n - 1``).
         Both lie in [0, 1]; 1 means all of the weight, always.
 
     Examples

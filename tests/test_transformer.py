@@ -224,8 +224,10 @@ def test_other_bad_arguments():
         model.loss_and_grads(tokens, tokens, mask=np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"periods must have shape \(batch,\) = \(2,\)"):
         head_scores(model, tokens, [1, 2, 1])
-    with pytest.raises(ValueError, match=r"periods must lie in 2..n//2 = 2..2 .*got values in 2..3"):
-        head_scores(AttentionOnlyTransformer(5, 4, 1, 1, 6), np.zeros((2, 5), dtype=int), [2, 3])
+    with pytest.raises(ValueError, match=r"periods must lie in 2..n-1 = 2..4 .*got values in 2..5"):
+        head_scores(AttentionOnlyTransformer(5, 4, 1, 1, 6), np.zeros((2, 5), dtype=int), [2, 5])
+    with pytest.raises(ValueError, match=r"periods must lie in 2..n-1 = 2..4 .*got values in 1..2"):
+        head_scores(AttentionOnlyTransformer(5, 4, 1, 1, 6), np.zeros((2, 5), dtype=int), [2, 1])
     with pytest.raises(ValueError, match=r"seq_len must be >= 2 \* min_period = 8"):
         induction_task(2, 7, 16, np.random.default_rng(0))
     with pytest.raises(ValueError, match="max_period must be >= min_period"):
@@ -264,7 +266,7 @@ class FakeModel:
 
 
 def test_head_scores_on_hand_built_patterns():
-    n, periods = 10, np.array([3, 5])
+    n, periods = 10, np.array([3, 5, 8])  # the last repeat is cut off at n - 1
     B = len(periods)
     patterns = np.zeros((B, 1, 3, n, n))
     for b, p in enumerate(periods):
@@ -277,7 +279,7 @@ def test_head_scores_on_hand_built_patterns():
     assert scores["previous_token"].shape == scores["induction"].shape == (1, 3)
     # The uniform head, averaged by hand over the rows each score uses.
     uniform_prev = np.mean([1 / (i + 1) for i in range(1, n)])
-    uniform_ind = np.mean([1 / (i + 1) for p in periods for i in range(p, 2 * p - 1)])
+    uniform_ind = np.mean([1 / (i + 1) for p in periods for i in range(p, min(2 * p - 1, n))])
     # The induction head's row 1 looks at key 0 = i - 1: one row in nine per sequence.
     np.testing.assert_allclose(scores["previous_token"][0], [1, 1 / 9, uniform_prev], atol=1e-12)
     # A perfect previous-token head is an induction head only where i - p + 1 = i - 1 (never here).
