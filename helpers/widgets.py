@@ -295,6 +295,9 @@ from .attention import softmax as _th_softmax  # noqa: E402
 from .plots import heatmap as _th_heatmap  # noqa: E402
 
 
+ANNOTATE_TOKENS = 8  # write the weights in the cells up to this many tokens (text is slow to draw)
+
+
 def token_names(vocab_size):
     """Names of the token ids ``0..vocab_size-1``: letters A, B, C, ... (then t26, t27, ...)."""
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -421,6 +424,7 @@ class TrainedHeadExplorer:
         self._qk = None
         self.message = ""
         self._scores = self._weights = None
+        self._figure, self._figure_key = None, None
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self._read_tokens()
@@ -478,17 +482,30 @@ class TrainedHeadExplorer:
         self.readout.value = self._readout_html()
 
     def _png(self, layer, head):
+        """The heatmap as PNG bytes; the figure is built once per sequence and then only updated."""
         import io
 
         from matplotlib.figure import Figure
 
         n = len(self._ids)
-        side = min(1.6 + 0.42 * n, 9.0)
-        figure = Figure(figsize=(side + 1.2, side), layout="constrained")
-        ax = figure.subplots()
-        labels = [f"{t}{i}" if n > 1 else t for i, t in enumerate(self.tokens)]
-        _th_heatmap(self._weights, labels, labels, ax=ax,
-                    title=f"layer {layer}, head {head}, T = {self.controls['temperature'].value:.2f}")
+        title = f"layer {layer}, head {head}, T = {self.controls['temperature'].value:.2f}"
+        if self._figure_key != tuple(self._ids):
+            side = min(1.6 + 0.42 * n, 9.0)
+            figure = Figure(figsize=(side + 1.2, side), layout="constrained")
+            ax = figure.subplots()
+            labels = [f"{t}{i}" if n > 1 else t for i, t in enumerate(self.tokens)]
+            image = _th_heatmap(self._weights, labels, labels, ax=ax, title=title, annotate=n <= ANNOTATE_TOKENS)
+            self._figure = (figure, image, list(ax.texts))  # the cell values, row by row
+            self._figure_key = tuple(self._ids)
+            figure.savefig(io.BytesIO(), format="png", dpi=72)  # lay it out once ...
+            figure.set_layout_engine("none")  # ... and keep that layout: only the data change
+        figure, image, texts = self._figure
+        image.set_data(self._weights)
+        image.axes.set_title(title)
+        if len(texts) == n * n:
+            for text, value in zip(texts, self._weights.ravel()):
+                text.set_text(f"{value:.2f}")
+                text.set_color("black" if value > 0.5 else "white")  # viridis: light above the middle
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=72)
         return buffer.getvalue()
