@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test notebooks slides site bench clean
+.PHONY: help setup web lab test notebooks slides site bench induction-model clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -21,6 +21,7 @@ help:
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
+	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make clean      remove .venv and build output"
 
 setup: $(STAMP)
@@ -71,6 +72,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_blockwise.py
+	$(BIN)/python benchmarks/bench_transformer.py
+
+# The trained weights the induction-head notebook loads (about 15 s of CPU).
+induction-model: $(STAMP)
+	$(THREADS) $(BIN)/python -m helpers.transformer
 
 clean:
 	rm -rf $(VENV) build test-artifacts *.egg-info

@@ -552,3 +552,241 @@ class AttentionExplorer:
         buffer = io.BytesIO()
         Image.fromarray(pixels).save(buffer, format="png", optimize=True)
         return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Trained heads: one head of the stored induction-head transformer (issue 13)
+# ---------------------------------------------------------------------------
+
+from .attention import causal_mask as _th_causal_mask  # noqa: E402
+from .attention import softmax as _th_softmax  # noqa: E402
+from .plots import heatmap as _th_heatmap  # noqa: E402
+
+
+ANNOTATE_TOKENS = 8  # write the weights in the cells up to this many tokens (text is slow to draw)
+
+
+def token_names(vocab_size):
+    """Names of the token ids ``0..vocab_size-1``: letters A, B, C, ... (then t26, t27, ...)."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return [letters[i] if i < len(letters) else f"t{i}" for i in range(vocab_size)]
+
+
+def parse_tokens(text, vocab_size, max_len):
+    """Token ids of a text such as ``"A B C D A B C"``, or a message saying what is wrong.
+
+    Tokens are separated by spaces (or commas). Each is a name from
+    :func:`token_names` (any case) or an id ``0..vocab_size-1``.
+
+    Returns
+    -------
+    ids : list of int or None
+        None when the text cannot be read.
+    message : str
+        Empty when ``ids`` is usable; otherwise why not, with the vocabulary.
+
+    Examples
+    --------
+    >>> parse_tokens("A b 2", 16, 24)
+    ([0, 1, 2], '')
+    >>> parse_tokens("A Z", 16, 24)[1]
+    'unknown token Z: the vocabulary is A B C D E F G H I J K L M N O P (or the ids 0..15)'
+    """
+    names = token_names(vocab_size)
+    lookup = {name.upper(): i for i, name in enumerate(names)}
+    vocabulary = f"the vocabulary is {' '.join(names)} (or the ids 0..{vocab_size - 1})"
+    words = str(text).replace(",", " ").split()
+    if not words:
+        return None, f"type some tokens separated by spaces, e.g. A B C D A B C: {vocabulary}"
+    if len(words) > max_len:
+        return None, f"at most {max_len} tokens (the model's max_len): got {len(words)}"
+    ids, unknown = [], []
+    for word in words:
+        key = word.upper()
+        if key in lookup:
+            ids.append(lookup[key])
+        elif key.isdigit() and int(key) < vocab_size:
+            ids.append(int(key))
+        else:
+            unknown.append(word)
+    if unknown:
+        shown = " ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        plural = "s" if len(unknown) > 1 else ""
+        return None, f"unknown token{plural} {shown}: {vocabulary}"
+    return ids, ""
+
+
+class TrainedHeadExplorer:
+    """One head of the trained induction-head transformer, on a sequence the learner types.
+
+    The learner picks a layer and a head, types tokens (e.g. ``"A B C D E A
+    B C D"``), and sees that head's attention weights as a heatmap. The
+    temperature slider divides the head's own scores before the softmax, as in
+    :class:`AttentionExplorer`: ``weights = softmax(scores / T)`` with the
+    causal mask, so ``T = 1`` shows exactly what the model computes.
+    Any text is accepted: what cannot be read is explained in the message
+    line (with the vocabulary), and nothing is raised.
+
+    Parameters
+    ----------
+    model : helpers.transformer.AttentionOnlyTransformer, optional
+        The stored trained model by default
+        (:func:`helpers.transformer.load_trained_induction_model`).
+    text : str
+        The starting sequence.
+    layer, head : int
+        The starting head.
+
+    Attributes
+    ----------
+    controls : dict of str to ipywidgets.Widget
+        ``"layer"``, ``"head"``, ``"tokens"`` (text), ``"temperature"``.
+    widget : ipywidgets.VBox
+
+    Examples
+    --------
+    >>> ex = TrainedHeadExplorer(text="A B C D A B C", layer=1, head=0)
+    >>> ex.weights.shape, ex.message
+    ((7, 7), '')
+    >>> ex.controls["tokens"].value = "A B Z"
+    >>> ex.weights is None, ex.message.startswith("unknown token Z")
+    (True, True)
+    """
+
+    def __init__(self, model=None, *, text="A B C D E A B C D", layer=1, head=0):
+        from .transformer import load_trained_induction_model
+
+        if model is None:
+            model, _ = load_trained_induction_model()
+        self.model = model
+        self.names = token_names(model.vocab_size)
+        for name, value, top in (("layer", layer, model.n_layers), ("head", head, model.n_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < top:
+                raise ValueError(f"{name} must be an integer in 0..{top - 1}: got {value!r}")
+        style = {"description_width": "initial"}
+        self.controls = {
+            "layer": widgets.Dropdown(options=list(range(model.n_layers)), value=layer,
+                                      description="layer", style=style),
+            "head": widgets.Dropdown(options=list(range(model.n_heads)), value=head,
+                                     description="head", style=style),
+            "tokens": widgets.Text(value=text, description="your tokens", continuous_update=False,
+                                   style=style, layout=widgets.Layout(width="420px")),
+            "temperature": widgets.FloatLogSlider(
+                value=1.0, base=10, min=-1.3, max=1.3, step=0.01, description="temperature T",
+                readout_format=".2f", style=style, layout=widgets.Layout(width="440px")),
+        }
+        self.image = widgets.Image(format="png")
+        self.readout = widgets.HTML()
+        for name, control in self.controls.items():
+            control.add_class(f"trained-head-explorer-{name}")
+        vocabulary = " ".join(self.names)
+        self.widget = widgets.VBox([
+            widgets.HBox([self.controls["layer"], self.controls["head"], self.controls["tokens"]]),
+            widgets.HTML(f"vocabulary: {vocabulary} (tokens separated by spaces)"),
+            widgets.HBox([self.controls["temperature"],
+                          widgets.HTML("weights = softmax(scores / T) over the keys 0..i")]),
+            self.image,
+            self.readout,
+        ])
+        self._ids = None
+        self._qk = None
+        self.message = ""
+        self._scores = self._weights = None
+        self._figure, self._figure_key = None, None
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+        self._read_tokens()
+        self._update()
+
+    # -- what the view shows ------------------------------------------------
+
+    @property
+    def tokens(self):
+        """The token names of the sequence shown, or None if the text could not be read."""
+        return None if self._ids is None else [self.names[i] for i in self._ids]
+
+    @property
+    def scores(self):
+        """The head's scores (n, n), q·k / sqrt(d_head), -inf above the diagonal; None if no sequence."""
+        return None if self._scores is None else self._scores.copy()
+
+    @property
+    def weights(self):
+        """The weights drawn now (n, n): softmax(scores / temperature); None if no sequence."""
+        return None if self._weights is None else self._weights.copy()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- computing ------------------------------------------------------------
+
+    def _read_tokens(self):
+        """Parse the text; on success run the model once and keep every head's q and k."""
+        self._ids, self.message = parse_tokens(self.controls["tokens"].value, self.model.vocab_size,
+                                               self.model.max_len)
+        self._qk = None
+        if self._ids is not None:
+            _, cache = self.model.forward(np.array([self._ids]))
+            self._qk = [qkv[:2, 0].astype(np.float64) for qkv in cache["qkv"]]  # L x (2, H, n, e)
+
+    def _on_change(self, change):
+        if change["owner"] is self.controls["tokens"]:
+            self._read_tokens()
+        self._update()
+
+    def _update(self):
+        if self._ids is None:
+            self._scores = self._weights = None
+            self.image.value = b""
+            self.readout.value = f"<p><b>{self.message}</b></p>"
+            return
+        layer, head = self.controls["layer"].value, self.controls["head"].value
+        q, k = self._qk[layer][:, head]  # (n, e) each
+        n = len(self._ids)
+        scores = q @ k.T / math.sqrt(q.shape[-1])  # (n, e) x (e, n) -> (n, n)
+        self._scores = np.where(_th_causal_mask(n), scores, -np.inf)
+        self._weights = _th_softmax(self._scores, temperature=self.controls["temperature"].value)
+        self.image.value = self._png(layer, head)
+        self.readout.value = self._readout_html()
+
+    def _png(self, layer, head):
+        """The heatmap as PNG bytes; the figure is built once per sequence and then only updated."""
+        import io
+
+        from matplotlib.figure import Figure
+
+        n = len(self._ids)
+        title = f"layer {layer}, head {head}, T = {self.controls['temperature'].value:.2f}"
+        if self._figure_key != tuple(self._ids):
+            side = min(1.6 + 0.42 * n, 9.0)
+            figure = Figure(figsize=(side + 1.2, side), layout="constrained")
+            ax = figure.subplots()
+            labels = [f"{t}{i}" if n > 1 else t for i, t in enumerate(self.tokens)]
+            image = _th_heatmap(self._weights, labels, labels, ax=ax, title=title, annotate=n <= ANNOTATE_TOKENS)
+            self._figure = (figure, image, list(ax.texts))  # the cell values, row by row
+            self._figure_key = tuple(self._ids)
+            figure.savefig(io.BytesIO(), format="png", dpi=72)  # lay it out once ...
+            figure.set_layout_engine("none")  # ... and keep that layout: only the data change
+        figure, image, texts = self._figure
+        image.set_data(self._weights)
+        image.axes.set_title(title)
+        if len(texts) == n * n:
+            for text, value in zip(texts, self._weights.ravel()):
+                text.set_text(f"{value:.2f}")
+                text.set_color("black" if value > 0.5 else "white")  # viridis: light above the middle
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=72)
+        return buffer.getvalue()
+
+    def _readout_html(self):
+        tokens = self.tokens
+        rows = []
+        for i in range(len(tokens)):
+            j = int(self._weights[i].argmax())
+            rows.append(f"<tr><td>{i}: {tokens[i]}</td><td>{j}: {tokens[j]}</td>"
+                        f"<td>{self._weights[i, j]:.2f}</td></tr>")
+        return ("<table><tr><th>query</th><th>most weight on</th><th>weight</th></tr>"
+                + "".join(rows) + "</table>")
+
+
+__all__ += ["TrainedHeadExplorer", "parse_tokens", "token_names"]

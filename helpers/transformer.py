@@ -1,0 +1,924 @@
+"""A two-layer attention-only transformer in NumPy, trained to form an induction head.
+
+The model is the smallest one in which attention learns something worth
+looking at: token embeddings plus learned positional embeddings, ``n_layers``
+causal multi-head attention layers that each *add* their output to a running
+sum of vectors (the *residual stream*), and an unembedding that reads the last
+residual vector of each position out as logits over the vocabulary. There are
+no MLPs, no layer norms and no biases, so every path from input to output goes
+through attention.
+
+Every parameter has a hand-written gradient: the attention itself goes back
+through :func:`helpers.attention.attention_backward`; everything around it is
+matrix products whose gradients are a transpose away. A small :class:`Adam`
+optimiser updates the parameters in place.
+
+The task (:func:`induction_task`) is random tokens in which a segment of
+random length is repeated. Inside the repeat, the next token is predictable: find the
+earlier occurrence of the current token and copy the token that followed it.
+Two heads working together do this (an *induction circuit*): a *previous-token
+head* in layer 0 writes "my predecessor was X" into each position's residual
+vector, and an *induction head* in layer 1 looks for the position whose
+predecessor matches the current token. :func:`head_scores` measures both.
+
+Shapes (the letters used throughout)::
+
+    B  batch          n  sequence length (<= max_len)
+    V  vocab_size     d  d_model        L  n_layers
+    H  n_heads        e  d_head = d_model / n_heads
+
+    tokens   (B, n)          integer ids in 0..V-1
+    logits   (B, n, V)       logits[b, i] predicts tokens[b, i + 1]
+    patterns (B, L, H, n, n) each head's attention weights; rows sum to 1
+
+This module imports NumPy and :mod:`helpers.attention` only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import time
+
+import numpy as np
+
+from .attention import attention_backward, scaled_dot_product_attention
+
+__all__ = [
+    "AttentionOnlyTransformer",
+    "Adam",
+    "induction_task",
+    "repeat_masks",
+    "load_trained_induction_model",
+    "retrain_induction_model",
+    "save_induction_model",
+    "train_induction",
+    "head_scores",
+    "TRAINING_CONFIG",
+    "RECIPE",
+]
+
+# The configuration the stored model was trained with (and train_induction's defaults).
+TRAINING_CONFIG = {
+    "vocab_size": 16,
+    "d_model": 32,
+    "n_layers": 2,
+    "n_heads": 2,
+    "seq_len": 24,
+    "batch": 64,
+    "lr": 3e-3,
+    "steps": 1000,
+    "min_period": 4,
+    "max_period": 12,
+}
+
+# How the stored weights were made, in words that do not depend on this file's line numbers.
+RECIPE = (
+    "helpers.transformer.train_induction(seed=SEED, **CONFIG) with one BLAS thread: "
+    "AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed) "
+    "in float32; each step draws a fresh batch with induction_task(batch, seq_len, vocab_size, "
+    "rng=np.random.default_rng([seed, 1])) and takes one Adam step (lr, betas 0.9/0.999, eps 1e-8) "
+    "on the mean cross-entropy of predicting tokens[:, 1:] from every position but the last."
+)
+
+DATA_FILE = "induction_model.npz"
+
+EMBED_STD = 0.5
+
+PARAM_NAMES = ("W_E", "W_pos", "W_Q", "W_K", "W_V", "W_O", "W_U")
+
+
+# ---------------------------------------------------------------------------
+# Argument checks (messages name the argument, what was expected, what came)
+# ---------------------------------------------------------------------------
+
+
+def _positive_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer: got {value!r}")
+    return int(value)
+
+
+def _check_tokens(tokens, vocab_size, max_len, name="tokens"):
+    """``tokens`` as an int64 array of shape (B, n) with ids in 0..vocab_size-1, n <= max_len."""
+    try:
+        arr = np.asarray(tokens)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} must be an integer array of shape (batch, n): {exc}") from None
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(
+            f"{name} must hold integer token ids (shape (batch, n)): got dtype {arr.dtype}"
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have shape (batch, n): got {name}.shape={arr.shape}")
+    if arr.shape[1] < 1 or arr.shape[0] < 1:
+        raise ValueError(f"{name} must have at least one sequence of at least one token: got {name}.shape={arr.shape}")
+    if arr.shape[1] > max_len:
+        raise ValueError(
+            f"{name} is too long: n must be <= max_len = {max_len}, got {name}.shape={arr.shape}"
+        )
+    low, high = int(arr.min()), int(arr.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"{name} must be token ids in 0..vocab_size-1 = 0..{vocab_size - 1}: "
+            f"got values in {low}..{high}"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_ablate(ablate, n_layers, n_heads):
+    """A list of distinct (layer, head) pairs, each in range."""
+    if ablate is None:
+        return []
+    try:
+        pairs = [tuple(pair) for pair in ablate]
+    except TypeError:
+        raise ValueError(f"ablate must be a list of (layer, head) pairs: got {ablate!r}") from None
+    out = []
+    for pair in pairs:
+        if (
+            len(pair) != 2
+            or any(isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) for x in pair)
+            or not (0 <= pair[0] < n_layers and 0 <= pair[1] < n_heads)
+        ):
+            raise ValueError(
+                f"ablate must hold (layer, head) pairs with 0 <= layer < {n_layers} and "
+                f"0 <= head < {n_heads}: got {pair!r}"
+            )
+        out.append((int(pair[0]), int(pair[1])))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------
+
+
+class AttentionOnlyTransformer:
+    """An attention-only transformer: embeddings, causal attention layers, unembedding.
+
+    ``x = W_E[tokens] + W_pos[:n]``, then for each layer ``l``::
+
+        q, k, v = x W_Q[l, h], x W_K[l, h], x W_V[l, h]         per head h, (B, n, e)
+        z_h     = softmax(q k^T / sqrt(e), causal) v             (B, n, e)
+        x       = x + sum_h z_h W_O[l, h]                        (B, n, d)
+
+    and finally ``logits = x W_U``. The heads of a layer, and the three
+    projections q, k, v, run as one matrix product.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of token ids V.
+    d_model : int
+        Width d of the residual stream.
+    n_layers : int
+        Number of attention layers L.
+    n_heads : int
+        Heads per layer H; must divide d_model (each head has width d / H).
+    max_len : int
+        Longest sequence the positional embedding covers.
+    seed : int, default 0
+        Seed of the initial weights (normal, std 1 for the embeddings and
+        ``1 / sqrt(fan_in)`` for the projections).
+    dtype : numpy dtype, default float32
+        float32 for speed; float64 for gradient checks.
+
+    Attributes
+    ----------
+    params : dict of str to ndarray
+        ``"W_E" (V, d)``, ``"W_pos" (max_len, d)``, ``"W_Q"``, ``"W_K"``,
+        ``"W_V" (L, H, d, e)``, ``"W_O" (L, H, e, d)``, ``"W_U" (d, V)``.
+    vocab_size, d_model, n_layers, n_heads, max_len, d_head : int
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(vocab_size=5, d_model=8, n_layers=2, n_heads=2, max_len=6)
+    >>> logits, cache = model.forward(np.array([[0, 1, 2, 0, 1]]))
+    >>> logits.shape, model.attention_patterns(np.array([[0, 1, 2]])).shape
+    ((1, 5, 5), (1, 2, 2, 3, 3))
+    """
+
+    def __init__(self, vocab_size, d_model, n_layers, n_heads, max_len, seed=0, *, dtype=np.float32):
+        self.vocab_size = _positive_int(vocab_size, "vocab_size")
+        self.d_model = _positive_int(d_model, "d_model")
+        self.n_layers = _positive_int(n_layers, "n_layers")
+        self.n_heads = _positive_int(n_heads, "n_heads")
+        self.max_len = _positive_int(max_len, "max_len")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads}"
+            )
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64: got {dtype}")
+        self.dtype = dtype
+        self.d_head = self.d_model // self.n_heads
+        V, d, L, H, e = self.vocab_size, self.d_model, self.n_layers, self.n_heads, self.d_head
+        rng = np.random.default_rng(seed)
+        shapes = {
+            "W_E": ((V, d), EMBED_STD),
+            "W_pos": ((self.max_len, d), EMBED_STD),
+            "W_Q": ((L, H, d, e), 1.0 / math.sqrt(d)),
+            "W_K": ((L, H, d, e), 1.0 / math.sqrt(d)),
+            "W_V": ((L, H, d, e), 1.0 / math.sqrt(d)),
+            "W_O": ((L, H, e, d), 1.0 / math.sqrt(H * e)),
+            "W_U": ((d, V), 1.0 / math.sqrt(d)),
+        }
+        self.params = {
+            name: (rng.standard_normal(shape) * std).astype(dtype) for name, (shape, std) in shapes.items()
+        }
+
+    # -- configuration ------------------------------------------------------
+
+    @property
+    def config(self):
+        """The constructor's arguments (without the seed) as a dict."""
+        return {
+            "vocab_size": self.vocab_size,
+            "d_model": self.d_model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "max_len": self.max_len,
+        }
+
+    def num_params(self):
+        """Total number of trainable numbers."""
+        return sum(p.size for p in self.params.values())
+
+    def _qkv_matrix(self, layer):
+        """W_Q, W_K, W_V of one layer side by side: (d, 3 * H * e), columns (qkv, head, e)."""
+        p = self.params
+        w = np.stack([p["W_Q"][layer], p["W_K"][layer], p["W_V"][layer]])  # (3, H, d, e)
+        return w.transpose(2, 0, 1, 3).reshape(self.d_model, -1)  # (d, 3, H, e) -> (d, 3He)
+
+    # -- forward ------------------------------------------------------------
+
+    def forward(self, tokens, ablate=None):
+        """Logits for every position, and the intermediate arrays the backward pass needs.
+
+        Parameters
+        ----------
+        tokens : array_like of int, shape (B, n)
+            Token ids in ``0..vocab_size-1``; ``n <= max_len``.
+        ablate : list of (layer, head), optional
+            Heads whose output is replaced by zeros (their attention weights
+            are still computed and returned in the cache).
+
+        Returns
+        -------
+        logits : ndarray, shape (B, n, V)
+            ``logits[b, i]`` scores the candidates for ``tokens[b, i + 1]``.
+        cache : dict
+            ``"tokens" (B, n)``, ``"resid"``: list of the L + 1 residual
+            streams ``(B, n, d)`` (before each layer, and the final one),
+            ``"qkv"``: per layer ``(3, B, H, n, e)``, ``"z"``: per layer the
+            heads' outputs ``(B, H, n, e)`` (zeros for ablated heads),
+            ``"weights"``: per layer ``(B, H, n, n)``, ``"keep"``: per layer
+            ``(H,)`` 1 for kept and 0 for ablated heads.
+
+        Raises
+        ------
+        ValueError
+            If tokens are not integers of shape (B, n), lie outside the
+            vocabulary, or ``n > max_len``; or if ``ablate`` names no head.
+        """
+        tokens = _check_tokens(tokens, self.vocab_size, self.max_len)
+        ablated = _check_ablate(ablate, self.n_layers, self.n_heads)
+        B, n = tokens.shape
+        d, L, H, e = self.d_model, self.n_layers, self.n_heads, self.d_head
+        p = self.params
+        x = p["W_E"][tokens] + p["W_pos"][:n]  # (B, n, d)
+        cache = {"tokens": tokens, "resid": [x], "qkv": [], "z": [], "weights": [], "keep": []}
+        for layer in range(L):
+            qkv = x @ self._qkv_matrix(layer)  # (B, n, d) x (d, 3He) -> (B, n, 3He)
+            # One contiguous copy, so the batched matmuls below need no hidden copies of their own.
+            qkv = np.ascontiguousarray(qkv.reshape(B, n, 3, H, e).transpose(2, 0, 3, 1, 4))  # (3, B, H, n, e)
+            z, weights = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], causal=True)  # (B, H, n, e)
+            keep = np.ones(H, dtype=self.dtype)
+            for lay, head in ablated:
+                if lay == layer:
+                    keep[head] = 0
+            if not keep.all():
+                z = z * keep[:, None, None]  # zero the ablated heads' outputs
+            z_flat = z.transpose(0, 2, 1, 3).reshape(B, n, H * e)  # (B, n, He)
+            x = x + z_flat @ p["W_O"][layer].reshape(H * e, d)  # (B, n, He) x (He, d) -> (B, n, d)
+            cache["qkv"].append(qkv)
+            cache["z"].append(z)
+            cache["weights"].append(weights)
+            cache["keep"].append(keep)
+            cache["resid"].append(x)
+        logits = x @ p["W_U"]  # (B, n, d) x (d, V) -> (B, n, V)
+        return logits, cache
+
+    def attention_patterns(self, tokens, ablate=None):
+        """Every head's attention weights on ``tokens``.
+
+        Parameters
+        ----------
+        tokens : array_like of int, shape (B, n)
+        ablate : list of (layer, head), optional
+            As in :meth:`forward` (changes the later layers' patterns only).
+
+        Returns
+        -------
+        ndarray, shape (B, L, H, n, n)
+            ``[b, l, h, i, j]`` is the weight query ``i`` puts on key ``j``
+            in head ``h`` of layer ``l``. Causal: zero for ``j > i``; each row
+            sums to 1.
+        """
+        _, cache = self.forward(tokens, ablate=ablate)
+        return np.stack(cache["weights"], axis=1)  # L x (B, H, n, n) -> (B, L, H, n, n)
+
+    # -- loss and backward --------------------------------------------------
+
+    def _targets_and_mask(self, tokens, targets, mask):
+        B, n = tokens.shape
+        targets = _check_tokens(targets, self.vocab_size, self.max_len, name="targets")
+        if targets.shape != (B, n):
+            raise ValueError(
+                f"targets must have the shape of tokens (B, n) = {(B, n)}: got targets.shape={targets.shape}"
+            )
+        if mask is None:
+            mask = np.ones((B, n), dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_:
+                raise ValueError(f"mask must be boolean (True = counts in the loss): got dtype {mask.dtype}")
+            if mask.shape != (B, n):
+                raise ValueError(f"mask must have the shape of tokens (B, n) = {(B, n)}: got mask.shape={mask.shape}")
+        return targets, mask
+
+    def loss(self, tokens, targets, mask=None, ablate=None):
+        """Mean cross-entropy of ``targets`` under the model's logits, over the positions in ``mask``.
+
+        Parameters
+        ----------
+        tokens, targets : array_like of int, shape (B, n)
+            ``targets[b, i]`` is the token position ``i`` should predict.
+        mask : array_like of bool, shape (B, n), optional
+            True = the position counts in the mean. All positions by default.
+        ablate : list of (layer, head), optional
+            Heads whose output is zeroed (see :meth:`forward`).
+
+        Returns
+        -------
+        float
+            In nats; ``log(vocab_size)`` for a uniform guess. NaN if the mask
+            selects nothing.
+        """
+        logits, cache = self.forward(tokens, ablate=ablate)
+        targets, mask = self._targets_and_mask(cache["tokens"], targets, mask)
+        per_position = _cross_entropy(logits, targets)
+        count = mask.sum()
+        return float(per_position[mask].sum() / count) if count else float("nan")
+
+    def loss_and_grads(self, tokens, targets, mask=None, ablate=None):
+        """The loss of :meth:`loss` and its gradient with respect to every parameter.
+
+        Parameters
+        ----------
+        tokens, targets, mask, ablate
+            As in :meth:`loss`.
+
+        Returns
+        -------
+        loss : float
+        grads : dict of str to ndarray
+            One entry per entry of ``params``, same shapes.
+
+        Notes
+        -----
+        Going backwards with ``g = dL/dx`` for the residual stream ``x``:
+        ``dlogits = (softmax(logits) - onehot(targets)) * mask / count``,
+        ``dW_U = x^T dlogits``, ``g = dlogits W_U^T``; through each layer
+        (last first) ``dW_O = z^T g``, ``dz = g W_O^T`` (zero for ablated
+        heads), ``dq, dk, dv = attention_backward(q, k, v, dz)``,
+        ``dW_Q = x^T dq`` (likewise K, V) and ``g += dq W_Q^T + dk W_K^T +
+        dv W_V^T`` (the residual connection passes ``g`` through unchanged);
+        finally ``dW_pos[:n] = sum_b g`` and ``dW_E[t] = sum of g where
+        tokens == t``.
+
+        Examples
+        --------
+        >>> model = AttentionOnlyTransformer(5, 8, 1, 2, max_len=4, dtype=np.float64)
+        >>> tokens = np.array([[0, 1, 2, 3]])
+        >>> loss, grads = model.loss_and_grads(tokens, np.array([[1, 2, 3, 4]]))
+        >>> sorted(grads) == sorted(model.params), grads["W_Q"].shape
+        (True, (1, 2, 8, 4))
+        """
+        loss, grads, _, _ = self._loss_and_grads(tokens, targets, mask, ablate)
+        return loss, grads
+
+    def _loss_and_grads(self, tokens, targets, mask, ablate):
+        """:meth:`loss_and_grads` plus the cache and the per-position losses (B, n)."""
+        logits, cache = self.forward(tokens, ablate=ablate)
+        tokens = cache["tokens"]
+        targets, mask = self._targets_and_mask(tokens, targets, mask)
+        B, n = tokens.shape
+        V, d, L, H, e = self.vocab_size, self.d_model, self.n_layers, self.n_heads, self.d_head
+        p = self.params
+        count = int(mask.sum())
+        if count == 0:
+            zeros = {name: np.zeros_like(p[name]) for name in PARAM_NAMES}
+            return float("nan"), zeros, cache, _cross_entropy(logits, targets)
+
+        # Cross-entropy and its gradient with respect to the logits.
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        exp = np.exp(shifted)
+        total = exp.sum(axis=-1, keepdims=True)
+        per_position = np.log(total[..., 0]) - np.take_along_axis(shifted, targets[..., None], axis=-1)[..., 0]
+        loss = float(per_position[mask].sum() / count)
+        d_logits = exp / total  # softmax, (B, n, V)
+        d_logits[np.arange(B)[:, None], np.arange(n)[None, :], targets] -= 1
+        d_logits *= (mask / count).astype(self.dtype)[..., None]
+
+        grads = {}
+        x = cache["resid"][-1]
+        grads["W_U"] = x.reshape(-1, d).T @ d_logits.reshape(-1, V)  # (d, Bn) x (Bn, V) -> (d, V)
+        g = d_logits @ p["W_U"].T  # (B, n, V) x (V, d) -> (B, n, d)
+
+        g_qkv_w = np.empty((L, 3, H, d, e), dtype=self.dtype)
+        g_o = np.empty((L, H, e, d), dtype=self.dtype)
+        for layer in reversed(range(L)):
+            x_in = cache["resid"][layer]  # (B, n, d)
+            z = cache["z"][layer]  # (B, H, n, e)
+            z_flat = z.transpose(0, 2, 1, 3).reshape(B * n, H * e)
+            g_flat = g.reshape(B * n, d)
+            g_o[layer] = (z_flat.T @ g_flat).reshape(H, e, d)  # (He, Bn) x (Bn, d) -> (He, d)
+            dz = g_flat @ p["W_O"][layer].reshape(H * e, d).T  # (Bn, d) x (d, He) -> (Bn, He)
+            dz = np.ascontiguousarray(dz.reshape(B, n, H, e).transpose(0, 2, 1, 3))  # (B, H, n, e)
+            dz = dz * cache["keep"][layer][:, None, None]  # an ablated head passes nothing back
+            q, k, v = cache["qkv"][layer]
+            dq, dk, dv = attention_backward(q, k, v, dz, causal=True)  # each (B, H, n, e)
+            d_qkv = np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(B * n, 3 * H * e)  # (Bn, 3He)
+            g_qkv_w[layer] = (x_in.reshape(B * n, d).T @ d_qkv).reshape(d, 3, H, e).transpose(1, 2, 0, 3)
+            g = g + (d_qkv @ self._qkv_matrix(layer).T).reshape(B, n, d)  # residual + through q, k, v
+        grads["W_Q"], grads["W_K"], grads["W_V"] = (
+            np.ascontiguousarray(g_qkv_w[:, i]) for i in range(3)
+        )
+        grads["W_O"] = g_o
+        g_pos = np.zeros_like(p["W_pos"])
+        g_pos[:n] = g.sum(axis=0)
+        grads["W_pos"] = g_pos
+        one_hot = np.zeros((B * n, V), dtype=self.dtype)
+        one_hot[np.arange(B * n), tokens.ravel()] = 1
+        grads["W_E"] = one_hot.T @ g.reshape(B * n, d)  # (V, Bn) x (Bn, d) -> (V, d)
+        return loss, {name: grads[name] for name in PARAM_NAMES}, cache, per_position
+
+
+def _cross_entropy(logits, targets):
+    """Per-position cross-entropy ``-log softmax(logits)[target]``: (B, n, V), (B, n) -> (B, n)."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_total = np.log(np.exp(shifted).sum(axis=-1))
+    return log_total - np.take_along_axis(shifted, targets[..., None], axis=-1)[..., 0]
+
+
+# ---------------------------------------------------------------------------
+# Adam
+# ---------------------------------------------------------------------------
+
+
+class Adam:
+    """Adam (Kingma and Ba), updating a dict of arrays in place.
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``,
+    ``w -= lr * m_hat / (sqrt(v_hat) + eps)`` with the bias corrections
+    ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)``.
+
+    Parameters
+    ----------
+    params : dict of str to ndarray
+        Updated in place by :meth:`step`.
+    lr : float, default 3e-3
+    betas : (float, float), default (0.9, 0.999)
+    eps : float, default 1e-8
+
+    Examples
+    --------
+    >>> w = {"x": np.array([1.0, -1.0])}
+    >>> opt = Adam(w, lr=0.1)
+    >>> opt.step({"x": np.array([2.0, -3.0])})
+    >>> w["x"]      # the first step moves each entry by lr against its gradient's sign
+    array([ 0.9, -0.9])
+    """
+
+    def __init__(self, params, lr=3e-3, betas=(0.9, 0.999), eps=1e-8):
+        lr = float(lr)
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a finite number > 0: got {lr!r}")
+        self.params = params
+        self.lr, (self.b1, self.b2), self.eps = lr, betas, eps
+        self.t = 0
+        self.m = {name: np.zeros_like(w) for name, w in params.items()}
+        self.v = {name: np.zeros_like(w) for name, w in params.items()}
+        self._tmp = {name: np.empty_like(w) for name, w in params.items()}
+
+    def step(self, grads):
+        """One update of every parameter from ``grads`` (same keys and shapes), in place."""
+        self.t += 1
+        b1, b2 = self.b1, self.b2
+        step_size = self.lr * math.sqrt(1 - b2 ** self.t) / (1 - b1 ** self.t)
+        eps_hat = self.eps * math.sqrt(1 - b2 ** self.t)
+        for name, w in self.params.items():
+            g, m, v, tmp = grads[name], self.m[name], self.v[name], self._tmp[name]
+            m *= b1
+            m += (1 - b1) * g
+            v *= b2
+            np.multiply(g, g, out=tmp)
+            tmp *= 1 - b2
+            v += tmp
+            np.sqrt(v, out=tmp)
+            tmp += eps_hat
+            np.divide(m, tmp, out=tmp)
+            tmp *= step_size
+            w -= tmp
+
+
+# ---------------------------------------------------------------------------
+# The task
+# ---------------------------------------------------------------------------
+
+
+def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12):
+    """Random token sequences in which a segment of random length is repeated once.
+
+    Each sequence draws a *period* ``p`` uniformly from ``min_period..max_period``
+    (capped at ``seq_len // 2``) and ``seq_len`` random tokens; then the
+    first ``p`` tokens (the *segment*) are copied to positions ``p..2p-1``
+    (the *repeat*). So ``tokens[b, i] == tokens[b, i - p]`` for
+    ``p <= i < 2p``, and everything else is random. Inside the repeat, at
+    ``p <= i <= 2p - 2``, the next token is predictable by looking back one
+    period: it is ``tokens[b, i - p + 1]``, the token that followed the
+    current token's earlier occurrence.
+
+    Parameters
+    ----------
+    batch : int
+    seq_len : int
+        Must be at least ``2 * min_period``.
+    vocab_size : int
+    rng : numpy.random.Generator or int
+        Where the randomness comes from (an int seeds a new generator).
+    min_period, max_period : int, default 4 and 12
+        The range of the segment's length (both included). With one fixed
+        length the model could learn the repeat through the positions
+        instead of reading the tokens; a random length rules that out.
+
+    Returns
+    -------
+    tokens : ndarray of int64, shape (batch, seq_len)
+        Token ids in ``0..vocab_size-1``, drawn uniformly (so a token may
+        occur twice inside one segment by chance).
+    periods : ndarray of int64, shape (batch,)
+        The segment length ``p`` of each sequence.
+
+    Examples
+    --------
+    >>> tokens, periods = induction_task(2, 10, 16, np.random.default_rng(0))
+    >>> all((row[p:2 * p] == row[:p]).all() for row, p in zip(tokens, periods))
+    True
+    """
+    batch = _positive_int(batch, "batch")
+    seq_len = _positive_int(seq_len, "seq_len")
+    vocab_size = _positive_int(vocab_size, "vocab_size")
+    min_period = _positive_int(min_period, "min_period")
+    max_period = _positive_int(max_period, "max_period")
+    if max_period < min_period:
+        raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
+    if seq_len < 2 * min_period:
+        raise ValueError(
+            f"seq_len must be >= 2 * min_period = {2 * min_period} so that the segment fits twice: "
+            f"got seq_len={seq_len}"
+        )
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    top = min(max_period, seq_len // 2)
+    periods = rng.integers(min_period, top + 1, size=batch)  # (batch,)
+    tokens = rng.integers(0, vocab_size, size=(batch, seq_len))  # (batch, seq_len)
+    i = np.arange(seq_len)[None, :]
+    in_repeat = (i >= periods[:, None]) & (i < 2 * periods[:, None])
+    source = np.where(in_repeat, i - periods[:, None], i)  # copy positions p..2p-1 from 0..p-1
+    tokens = np.take_along_axis(tokens, source, axis=1)
+    return tokens.astype(np.int64), periods.astype(np.int64)
+
+
+def _check_periods(periods, batch, n):
+    arr = np.asarray(periods)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"periods must be integers, one per sequence: got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        arr = np.full(batch, int(arr))
+    if arr.shape != (batch,):
+        raise ValueError(f"periods must have shape (batch,) = ({batch},): got periods.shape={arr.shape}")
+    if arr.min() < 2 or arr.max() > n - 1:
+        raise ValueError(
+            f"periods must lie in 2..n-1 = 2..{n - 1} (something must repeat within n = {n}): "
+            f"got values in {int(arr.min())}..{int(arr.max())}"
+        )
+    return arr.astype(np.int64)
+
+
+def repeat_masks(periods, n):
+    """Which positions' next token the repeat makes predictable, and which are random.
+
+    Parameters
+    ----------
+    periods : array_like of int, shape (B,)
+    n : int
+        Sequence length.
+
+    Returns
+    -------
+    repeat : ndarray of bool, shape (B, n)
+        ``p <= i <= 2p - 2``: the current token was seen one period ago, and
+        the next one is the token that followed it then.
+    other : ndarray of bool, shape (B, n)
+        Every other position that has a next token (``i <= n - 2``): its
+        next token is a fresh random draw.
+
+    Examples
+    --------
+    >>> repeat, other = repeat_masks([2], 6)
+    >>> repeat.astype(int), other.astype(int)
+    (array([[0, 0, 1, 0, 0, 0]]), array([[1, 1, 0, 1, 1, 0]]))
+    """
+    periods = np.asarray(periods)[:, None]
+    i = np.arange(n)[None, :]
+    repeat = (i >= periods) & (i <= 2 * periods - 2) & (i <= n - 2)
+    return repeat, (i <= n - 2) & ~repeat
+
+
+def _induction_batch_scores(weights, periods):
+    """Previous-token and induction scores (H,) of one layer's weights (B, H, n, n)."""
+    B, H, n, _ = weights.shape
+    prev = weights[:, :, np.arange(1, n), np.arange(0, n - 1)].mean(axis=(0, 2))  # (H,)
+    i = np.arange(n)[None, :]
+    rows = (i >= periods[:, None]) & (i <= 2 * periods[:, None] - 2)  # (B, n); i <= n - 1 by construction
+    rows_b, rows_i = np.nonzero(rows)  # the predictable rows p <= i <= 2p - 2
+    cols = rows_i - periods[rows_b] + 1
+    induct = weights[rows_b, :, rows_i, cols].mean(axis=0)  # (R, H) -> (H,)
+    return prev, induct
+
+
+def head_scores(model, tokens, periods):
+    """How much each head behaves like a previous-token head and like an induction head.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+        Anything with ``attention_patterns(tokens) -> (B, L, H, n, n)``.
+    tokens : array_like of int, shape (B, n)
+        Repeated sequences, e.g. from :func:`induction_task`.
+    periods : array_like of int, shape (B,)
+        The period ``p`` of each sequence (``2 <= p <= n - 1``): positions
+        ``p..2p-1`` repeat positions ``0..p-1`` (cut off at ``n - 1`` when
+        ``2p > n``).
+
+    Returns
+    -------
+    dict
+        ``"previous_token"``: ndarray (L, H), the mean weight query ``i``
+        puts on key ``i - 1``, over every sequence and every ``i >= 1``.
+        ``"induction"``: ndarray (L, H), the mean weight query ``i`` puts on
+        key ``i - p + 1`` (the token that followed the earlier occurrence of
+        the current token), over every sequence and every predictable
+        position ``p <= i <= 2p - 2`` of the repeat (and ``i <= n - 1``).
+        Both lie in [0, 1]; 1 means all of the weight, always.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> tokens, periods = induction_task(4, 12, 16, np.random.default_rng(0))
+    >>> scores = head_scores(model, tokens, periods)
+    >>> scores["previous_token"].shape, scores["induction"].shape
+    ((2, 2), (2, 2))
+    """
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must have shape (batch, n): got tokens.shape={tokens.shape}")
+    B, n = tokens.shape
+    if n < 2:
+        raise ValueError(f"tokens must have n >= 2 positions for the scores: got tokens.shape={tokens.shape}")
+    periods = _check_periods(periods, B, n)
+    patterns = np.asarray(model.attention_patterns(tokens))  # (B, L, H, n, n)
+    if patterns.ndim != 5 or patterns.shape[0] != B or patterns.shape[-2:] != (n, n):
+        raise ValueError(
+            f"model.attention_patterns must return shape (B, L, H, n, n) with B, n = {B}, {n}: "
+            f"got {patterns.shape}"
+        )
+    L, H = patterns.shape[1:3]
+    flat = patterns.reshape(B, L * H, n, n)
+    prev, induct = _induction_batch_scores(flat, periods)
+    return {"previous_token": prev.reshape(L, H), "induction": induct.reshape(L, H)}
+
+
+# ---------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------
+
+
+def train_induction(
+    seed=0,
+    steps=None,
+    *,
+    vocab_size=16,
+    d_model=32,
+    n_layers=2,
+    n_heads=2,
+    seq_len=24,
+    batch=64,
+    lr=3e-3,
+    min_period=4,
+    max_period=12,
+    progress=False,
+    progress_every=100,
+    dtype=np.float32,
+):
+    """Train an :class:`AttentionOnlyTransformer` on :func:`induction_task` with Adam.
+
+    Every step draws a fresh batch of repeated sequences and minimises the
+    mean cross-entropy of predicting ``tokens[:, i + 1]`` at every position
+    ``i`` but the last. Deterministic for a given seed (with one BLAS thread).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seeds the initial weights (``seed``) and the batches
+        (``np.random.default_rng([seed, 1])``).
+    steps : int, optional
+        Number of Adam steps; ``TRAINING_CONFIG["steps"]`` (1000) by default.
+    vocab_size, d_model, n_layers, n_heads : int
+        The model (``max_len = seq_len``).
+    seq_len, batch, min_period, max_period : int
+        The task.
+    lr : float
+        Adam's learning rate.
+    progress : bool, default False
+        Print one line every ``progress_every`` steps (step, loss, loss on
+        the repeat, best induction score).
+    progress_every : int, default 100
+    dtype : float32 or float64
+
+    Returns
+    -------
+    model : AttentionOnlyTransformer
+    history : dict of str to ndarray
+        One entry per step, measured on that step's training batch before
+        the update:
+
+        - ``"step"`` (steps,): 0, 1, ...;
+        - ``"loss"`` (steps,): the training loss;
+        - ``"repeat_loss"`` (steps,): the loss on the predictable part of the
+          repeat (positions ``p <= i <= 2p - 2``, see :func:`repeat_masks`);
+        - ``"other_loss"`` (steps,): the loss on every other position, whose
+          next token is random (``log(vocab_size)`` at best);
+        - ``"previous_token"``, ``"induction"`` (steps, L, H): the head
+          scores of :func:`head_scores` on that batch.
+    """
+    steps = TRAINING_CONFIG["steps"] if steps is None else _positive_int(steps, "steps")
+    progress_every = _positive_int(progress_every, "progress_every")
+    model = AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed, dtype=dtype)
+    optimiser = Adam(model.params, lr=lr)
+    rng = np.random.default_rng([seed, 1])
+    L, H = model.n_layers, model.n_heads
+    history = {
+        "step": np.arange(steps),
+        "loss": np.empty(steps),
+        "repeat_loss": np.empty(steps),
+        "other_loss": np.empty(steps),
+        "previous_token": np.empty((steps, L, H)),
+        "induction": np.empty((steps, L, H)),
+    }
+    mask = np.ones((batch, seq_len), dtype=bool)
+    mask[:, -1] = False
+    start = time.process_time()
+    for step in range(steps):
+        tokens, periods = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period)
+        targets = np.empty_like(tokens)
+        targets[:, :-1] = tokens[:, 1:]
+        targets[:, -1] = 0
+        loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None)
+        optimiser.step(grads)
+        history["loss"][step] = loss
+        repeat, other = repeat_masks(periods, seq_len)
+        history["repeat_loss"][step] = per_position[repeat].mean()
+        history["other_loss"][step] = per_position[other].mean()
+        for layer, weights in enumerate(cache["weights"]):
+            prev, induct = _induction_batch_scores(weights, periods)
+            history["previous_token"][step, layer] = prev
+            history["induction"][step, layer] = induct
+        if progress and (step % progress_every == 0 or step == steps - 1):
+            print(
+                f"step {step:5d}/{steps}  loss {loss:.3f}  repeat {history['repeat_loss'][step]:.3f}  "
+                f"best induction score {history['induction'][step].max():.2f}",
+                flush=True,
+            )
+    model.train_seconds = time.process_time() - start
+    return model, history
+
+
+# ---------------------------------------------------------------------------
+# The stored trained model (package data)
+# ---------------------------------------------------------------------------
+
+
+def save_induction_model(model, history, path, *, seed, config):
+    """Write a trained model, its history and how it was made to one ``.npz`` file.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    history : dict of str to ndarray
+        As returned by :func:`train_induction`.
+    path : str or path-like
+    seed : int
+        The seed passed to :func:`train_induction`.
+    config : dict
+        Its other arguments (JSON-serialisable).
+
+    Notes
+    -----
+    Keys: ``param/<name>`` (float32), ``history/<key>`` (float32, ``step``
+    int32) and ``metadata``, a JSON string with the seed, the config, the
+    model's shape and :data:`RECIPE`.
+    """
+    metadata = {"seed": int(seed), "config": dict(config), "model": model.config, "recipe": RECIPE}
+    arrays = {f"param/{name}": w.astype(np.float32) for name, w in model.params.items()}
+    for key, values in history.items():
+        arrays[f"history/{key}"] = np.asarray(values).astype(np.int32 if key == "step" else np.float32)
+    arrays["metadata"] = np.array(json.dumps(metadata, sort_keys=True))
+    np.savez_compressed(path, **arrays)
+
+
+def _read_model_file(source):
+    with np.load(source, allow_pickle=False) as data:
+        metadata = json.loads(str(data["metadata"]))
+        params = {key.split("/", 1)[1]: data[key] for key in data.files if key.startswith("param/")}
+        history = {key.split("/", 1)[1]: data[key] for key in data.files if key.startswith("history/")}
+    model = AttentionOnlyTransformer(**metadata["model"], seed=metadata["seed"])
+    for name, w in params.items():
+        if model.params[name].shape != w.shape:
+            raise ValueError(f"stored {name} has shape {w.shape}, the model expects {model.params[name].shape}")
+        model.params[name][...] = w
+    model.metadata = metadata
+    return model, history
+
+
+def load_trained_induction_model():
+    """The model :func:`train_induction` made with the stored seed and config, and its history.
+
+    Read from the package data ``helpers/data/induction_model.npz`` with
+    :mod:`importlib.resources`; no training, no network.
+
+    Returns
+    -------
+    model : AttentionOnlyTransformer
+        With an extra attribute ``metadata``: ``{"seed", "config", "model",
+        "recipe"}`` (see :func:`save_induction_model`).
+    history : dict of str to ndarray
+        As returned by :func:`train_induction` (float32).
+
+    Examples
+    --------
+    >>> model, history = load_trained_induction_model()
+    >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
+    (0, 2, 2, 1000)
+    """
+    from importlib import resources
+
+    with resources.as_file(resources.files("helpers") / "data" / DATA_FILE) as path:
+        return _read_model_file(path)
+
+
+def retrain_induction_model(path=None, *, seed=0, progress=False):
+    """Retrain the stored model from :data:`TRAINING_CONFIG` with one BLAS thread, and save it.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        Where to write; the package's ``helpers/data/induction_model.npz``
+        by default (run from a source checkout).
+    seed : int, default 0
+    progress : bool, default False
+
+    Returns
+    -------
+    model, history
+        As from :func:`train_induction`.
+    """
+    from pathlib import Path
+
+    from threadpoolctl import threadpool_limits
+
+    config = dict(TRAINING_CONFIG)
+    with threadpool_limits(limits=1):
+        model, history = train_induction(seed=seed, progress=progress, **config)
+    if path is None:
+        path = Path(__file__).resolve().parent / "data" / DATA_FILE
+    save_induction_model(model, history, path, seed=seed, config=config)
+    return model, history
+
+
+if __name__ == "__main__":  # python -m helpers.transformer: retrain the stored model
+    retrain_induction_model(progress=True)
