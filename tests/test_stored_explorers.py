@@ -16,30 +16,38 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _displays_something(source):
-    """True when the cell's last statement is an expression other than print(...), or it calls display()."""
+def _is_explorer(node, names):
+    """True for ``AttentionExplorer(...)`` or a name the cell bound to one."""
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "id", getattr(node.func, "attr", None)) == "AttentionExplorer"
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def displays_an_explorer(source):
+    """True when the cell shows an explorer: as its last expression, or through display(...)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:  # IPython syntax (magics): judge by the text
-        return "display(" in source
-    if any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "display" for n in ast.walk(tree)):
-        return True
-    last = tree.body[-1] if tree.body else None
-    return (isinstance(last, ast.Expr) and not (
-        isinstance(last.value, ast.Call) and getattr(last.value.func, "id", None) == "print"))
+        return "AttentionExplorer" in source
+    names = {
+        target.id
+        for node in ast.walk(tree) if isinstance(node, ast.Assign) and _is_explorer(node.value, ())
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+    shown = [arg for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display" for arg in node.args]
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        shown.append(tree.body[-1].value)
+    return any(_is_explorer(node, names) for node in shown)
 
 
 def explorer_cells(nb):
     """(index, cell) of the code cells that display an explorer."""
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        has_view = any(WIDGET_VIEW in out.get("data", {}) for out in cell.get("outputs", []))
-        if "AttentionExplorer" in cell.source and (has_view or _displays_something(cell.source)):
+        if cell.cell_type == "code" and displays_an_explorer(cell.source):
             yield i, cell
 
 
