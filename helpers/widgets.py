@@ -489,7 +489,7 @@ class AttentionExplorer:
             formula = f"scores = q·k / √d_k with the divisor set to √{d_k} = {math.sqrt(d_k):.2f}"
         m = len(self._inputs["cols"])
         return [
-            f"{formula}; temperature T = {c['temperature'].value:.2f}",
+            f"{formula}; temperature {c['temperature'].value:.2f}",
             f"spread of the scores (std) {r['score_std']:.3f}; mean largest weight {r['max_weight'].mean():.3f}; "
             f"mean entropy {r['entropy'].mean():.3f} nats (uniform over {m} keys: {math.log(m):.3f})",
         ]

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import examples
 from helpers.attention import entropy
-from helpers.widgets import AttentionExplorer, random_qkv, sentence_example
+from helpers.widgets import AttentionExplorer, random_qkv, sentence_example, visible
 
 RUNNABLE = examples.list_examples()
 
@@ -184,3 +184,120 @@ def test_500_moves_do_not_grow_memory_or_figures():
     tracemalloc.stop()
     assert growth < 512 * 1024, f"memory grew by {growth} bytes over 500 moves"
     assert plt.get_fignums() == []  # the explorer never creates pyplot figures
+
+
+# -- d_k told as what it is, display with and without a kernel, failures ------------
+
+
+def test_d_k_is_the_divisor_in_example_mode_and_the_width_in_random_mode():
+    view = AttentionExplorer("cat_sat")
+    d_k = view.controls["d_k"]
+    d_k.value = 512
+    assert d_k.description == "divide by √d_k"
+    assert view.divisor_text == "÷ √512 = 22.63"
+    assert view.d_k_help.value.startswith("÷ √512 = 22.63: only the divisor")
+    width = examples.load_example("cat_sat").q.shape[-1]
+    assert f"q and k keep their {width} numbers" in view.d_k_help.value
+    assert view.scores.shape == (2, 2)  # the example's own vectors: only the divisor moved
+    view.controls["mode"].value = "random"
+    assert d_k.description == "d_k = size of q, k"
+    assert view.d_k_help.value.startswith("q and k have 512 numbers each")
+    assert view._inputs["q"].shape == (8, 512)
+    view.controls["scaled"].value = False
+    assert "unscaled" in view.d_k_help.value and view.divisor_text == "÷ 1"
+
+
+def _displayed(explorer):
+    """What IPython's display machinery makes of ``explorer``: the data of its one output."""
+    from IPython.core.formatters import DisplayFormatter
+
+    data, _ = DisplayFormatter().format(explorer)
+    return data
+
+
+def _check_bundle(data, explorer):
+    import base64
+    import io
+
+    from PIL import Image
+
+    assert set(data) == {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"}
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
+    picture = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
+    figure = Image.open(io.BytesIO(bytes(explorer.image.value)))
+    assert picture.width >= figure.width and picture.height > figure.height  # the figure and the readouts
+    assert data["text/plain"].startswith("AttentionExplorer: example 'journey', T = 0.50")
+    assert " at 0x" not in data["text/plain"]
+
+
+def test_display_carries_the_widget_a_picture_and_a_short_text(journey):
+    journey.controls["temperature"].value = 0.5
+    try:
+        _check_bundle(_displayed(journey), journey)
+    finally:
+        journey.controls["temperature"].value = 1.0
+
+
+def test_display_works_like_ipywidgets_7_without_widget_mimebundles(monkeypatch, journey):
+    # ipywidgets 7 widgets have no _repr_mimebundle_ (they display through _ipython_display_)
+    import ipywidgets
+
+    monkeypatch.delattr(ipywidgets.Widget, "_repr_mimebundle_", raising=False)
+    assert not hasattr(journey.widget, "_repr_mimebundle_")
+    journey.controls["temperature"].value = 0.5
+    try:
+        _check_bundle(_displayed(journey), journey)
+    finally:
+        journey.controls["temperature"].value = 1.0
+
+
+def test_a_failed_update_keeps_the_picture_and_every_control(monkeypatch):
+    from helpers import plots
+
+    view = AttentionExplorer("journey")
+    picture, weights = bytes(view.image.value), view.weights
+    real_png = plots.AttentionFigure.png
+
+    def broken(self):
+        raise ValueError("a drawing that cannot be drawn\nsecond line")
+
+    monkeypatch.setattr(plots.AttentionFigure, "png", broken)
+    view.controls["temperature"].value = 0.2
+    assert view.message.startswith("This change could not be drawn (ValueError: a drawing that cannot be drawn)")
+    assert "second line" not in view.message
+    assert "could not be drawn" in view.notice.value
+    assert bytes(view.image.value) == picture
+    np.testing.assert_array_equal(view.weights, weights)  # the numbers shown match the picture shown
+    monkeypatch.setattr(plots.AttentionFigure, "png", real_png)
+    view.controls["causal"].value = True  # the next move works, and the temperature was not lost
+    assert view.message == ""
+    assert bytes(view.image.value) != picture
+    ex = examples.load_example("journey")
+    _, expected_weights, _ = expected(ex.q, ex.k, ex.v, d_k=ex.d_k, scaled=ex.scaled, temperature=0.2, causal=True)
+    np.testing.assert_allclose(view.weights, expected_weights, rtol=1e-10)
+
+
+def test_html_in_a_token_is_shown_as_text():
+    view = AttentionExplorer("journey", sentence="<img src=x onerror=alert(1)> <b>bold & more")
+    assert "<img" not in view.readout.value and "<b>bold" not in view.readout.value
+    assert "<td>&lt;img</td>" in view.readout.value and "<td>&lt;b&gt;bold</td>" in view.readout.value
+    assert "<td>&amp;</td>" in view.readout.value
+
+
+def test_a_long_sentence_says_where_it_was_cut():
+    words = [f"w{i}" for i in range(200)]
+    view = AttentionExplorer("journey", sentence=" ".join(words))
+    assert view.scores.shape == (64, 64)
+    assert view.message == "Showing the first 64 of 200 words; cut after 'w63'."
+    assert "cut after &#x27;w63&#x27;" in view.notice.value
+    view.controls["sentence"].value = "short again"
+    assert view.message == ""
+
+
+def test_characters_the_font_lacks_show_as_a_placeholder():
+    # filterwarnings = error: a "Glyph ... missing from font" warning would fail this test
+    view = AttentionExplorer("journey", sentence="bell\x07 \ud800 \U0001F9D1\u200d\U0001F4BB ok")
+    assert [visible(t) for t in view.tokens[0]] == ["bell�", "�", "���", "ok"]
+    assert view.controls["row"].options[0] == ("0: bell�", 0)
+    view.controls["row"].value = 1
+    assert view.message == ""
