@@ -144,3 +144,21 @@ def test_readme_colab_badge_uses_the_binder_placeholder_and_opens_the_index():
     assert binder and colab, "README.md needs both the Binder and the Colab badge"
     assert colab.group(1) == binder.group(1)
     assert (ROOT / colab.group(2)).is_file()
+
+
+def test_floors_constraints_pin_every_requirement_at_its_floor():
+    """tools/floors.py (make test-floors) turns each `>=` floor into `==`, for every extra too."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import floors
+
+    lines = floors.constraints().splitlines()
+    pinned = dict(line.split("==") for line in lines)
+    assert pinned == {name: spec[2:] for name, spec in _pyproject_requirements().items()}
+    assert floors.oldest_python() == (3, 11)
+    assert floors.floor_of("numpy>=1.24; python_version < '4'") == ("numpy", "1.24")
+    for bad in ("numpy", "numpy==1.24", "numpy>=1.24,<3"):
+        with pytest.raises(ValueError, match="floor"):
+            floors.floor_of(bad)
+    assert re.search(r"^test-floors:\n\t\$\(PYTHON\) tools/floors\.py run$", (ROOT / "Makefile").read_text(), re.MULTILINE)
