@@ -4,19 +4,26 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
 
+# Each target installs the extras it needs (pyproject.toml) into .venv, once:
+# the runtime alone is numpy, matplotlib, ipywidgets, pillow and ipykernel.
+#   lab      JupyterLab                      (make lab)
+#   publish  nbformat, nbclient, nbconvert   (make notebooks, slides, site)
+#   test     pytest, nbval, ... + lab, publish (make test)
+#   bench    threadpoolctl                   (make bench)
+STAMP  := $(VENV)/.installed-test
 # One BLAS thread for the notebooks and the tests: their matrices are small,
 # and on a shared 2-core machine a second BLAS thread that spins while the
 # other core is busy makes small calls much slower (see benchmarks/README.md).
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test notebooks slides site bench induction-model clean
+.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
+	@echo "make test-floors  every dependency at its declared floor, oldest Python allowed (build/floors/)"
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
@@ -26,13 +33,15 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
-	  { echo "Python 3.10 or newer is needed; found: $$($(PYTHON) --version)"; exit 1; }
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Python 3.11 or newer is needed; found: $$($(PYTHON) --version)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
-	touch $(STAMP)
+
+$(VENV)/.installed-%: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[$*]"
+	touch $@
 
 # The front-end files of the slides and the site (reveal.js, RequireJS, MathJax,
 # ipywidgets' HTML manager): npm package tarballs pinned by hash in
@@ -41,33 +50,39 @@ VENDOR := build/vendor/.packages.json
 
 web: $(VENDOR)
 
-$(VENDOR): web/packages.json tools/web_assets.py | $(STAMP)
+$(VENDOR): web/packages.json tools/web_assets.py | $(BIN)/python
 	$(BIN)/python tools/web_assets.py
 
 # Jupyter refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-lab: $(STAMP)
+lab: $(VENV)/.installed-lab
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
-test: $(STAMP) $(VENDOR)
+test: $(VENV)/.installed-test $(VENDOR)
 	$(THREADS) $(BIN)/python -m pytest
 
-notebooks: $(STAMP)
+# Every declared floor, tested: a fresh build/floors/.venv on the oldest Python that
+# requires-python allows, every requirement of pyproject.toml pinned at its floor
+# (tools/floors.py writes the constraints), the suite without the browser tests.
+test-floors:
+	$(PYTHON) tools/floors.py run
+
+notebooks: $(VENV)/.installed-publish
 	$(BIN)/python tools/navigation.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py exercises/solutions/*.ipynb
 	$(BIN)/python tools/make_student_notebooks.py
 
-slides: $(STAMP) $(VENDOR)
+slides: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py slides
 	@echo "Open build/slides/index.html in a browser (no server or network needed)."
 
-site: $(STAMP) $(VENDOR)
+site: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py site
 	@echo "Open build/site/index.html, or serve it: $(BIN)/python -m http.server -d build/site"
 
-bench: $(STAMP)
+bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_threads.py
 	$(BIN)/python benchmarks/bench_attention.py
 	$(BIN)/python benchmarks/bench_widgets.py
@@ -75,7 +90,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_transformer.py
 
 # The trained weights the induction-head notebook loads (about 15 s of CPU).
-induction-model: $(STAMP)
+induction-model: $(VENV)/.installed-bench
 	$(THREADS) $(BIN)/python -m helpers.transformer
 
 clean:

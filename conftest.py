@@ -11,9 +11,12 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from threadpoolctl import threadpool_limits  # noqa: E402  (after the variables)
-
-threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))
+try:  # threadpoolctl (the bench extra) also limits a BLAS loaded before this file
+    from threadpoolctl import threadpool_limits  # noqa: E402  (after the variables)
+except ImportError:  # the variables above are enough for the kernels and the tests
+    pass
+else:
+    threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))
 
 try:
     from hypothesis import HealthCheck, settings

@@ -3,7 +3,7 @@
 Modules
 -------
 attention : the vectorized NumPy kernels (softmax, masks, scaled dot-product attention)
-examples  : the documents' worked examples and printed figures, loaded from ``data/``
+examples  : the documents' worked examples and printed figures, loaded from ``helpers/data/``
 """
 
 __version__ = "0.1.0"

@@ -1,9 +1,10 @@
-"""The worked examples of the five source documents, loaded from ``data/``.
+"""The worked examples of the five source documents, loaded from ``helpers/data/``.
 
-Each ``data/<name>.json`` holds one worked example: its inputs (embeddings,
+Each ``helpers/data/<name>.json`` (package data, read with
+:mod:`importlib.resources`, so any install carries it) holds one worked example: its inputs (embeddings,
 projections or ready-made Q, K, V) and every figure the document prints for
 it, next to the exact value and, where the two disagree beyond the
-document's own rounding, a one-sentence erratum. ``data/README.md`` describes
+document's own rounding, a one-sentence erratum. ``helpers/data/README.md`` describes
 the schema and where the numbers come from.
 
 :func:`compute_quantity` recomputes a figure from the inputs with plain NumPy,
@@ -35,12 +36,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
 
 import numpy as np
 
 __all__ = [
     "DATA_DIR",
+    "DataMissingError",
     "QUANTITIES",
     "Example",
     "Figure",
@@ -52,7 +54,9 @@ __all__ = [
     "format_value",
 ]
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+#: The examples' folder inside the package (a :class:`importlib.resources.abc.Traversable`;
+#: a :class:`pathlib.Path` for an ordinary install).
+DATA_DIR = resources.files(__package__ or "helpers").joinpath("data")
 
 QUANTITIES = (
     "q", "k", "v", "score_terms", "scores", "scale_divisor", "scaled_scores",
@@ -243,8 +247,39 @@ class Example:
         )
 
 
-def _read(path: Path) -> dict:
-    with open(path, encoding="utf-8") as fh:
+class DataMissingError(FileNotFoundError):
+    """The package's data folder is missing, unreadable or holds no example."""
+
+
+def _json_files() -> dict:
+    """``{name: resource}`` for every ``*.json`` in :data:`DATA_DIR`.
+
+    Raises
+    ------
+    DataMissingError
+        If the folder is missing, cannot be listed, or holds no JSON file:
+        an install without its package data is broken, and an empty list of
+        examples would hide that.
+    """
+    try:
+        files = {p.name[:-5]: p for p in DATA_DIR.iterdir() if p.name.endswith(".json") and p.is_file()}
+    except OSError as exc:
+        raise DataMissingError(
+            f"cannot read the examples' folder helpers/data ({exc.__class__.__name__}: {exc}); "
+            "the package was installed without its data: reinstall it "
+            "(pip install --force-reinstall attention-step-by-step, or pip install -e . in the repository)"
+        ) from exc
+    if not files:
+        raise DataMissingError(
+            "the examples' folder helpers/data holds no *.json file; the package was installed "
+            "without its data: reinstall it (pip install --force-reinstall attention-step-by-step, "
+            "or pip install -e . in the repository)"
+        )
+    return dict(sorted(files.items()))
+
+
+def _read(resource) -> dict:
+    with resource.open("r", encoding="utf-8") as fh:
         return json.load(fh)
 
 
@@ -260,6 +295,12 @@ def list_examples(runnable_only: bool = True) -> list[str]:
     -------
     list of str
 
+    Raises
+    ------
+    DataMissingError
+        If the package's data folder is missing or holds no example (a broken
+        install), rather than returning an empty list.
+
     Examples
     --------
     >>> "i_am_happy" in list_examples(), "definition_4x4" in list_examples()
@@ -267,15 +308,11 @@ def list_examples(runnable_only: bool = True) -> list[str]:
     >>> "definition_4x4" in list_examples(runnable_only=False)
     True
     """
-    names = []
-    for path in sorted(DATA_DIR.glob("*.json")):
-        if not runnable_only or _read(path)["runnable"]:
-            names.append(path.stem)
-    return names
+    return [name for name, resource in _json_files().items() if not runnable_only or _read(resource)["runnable"]]
 
 
 def load_example(name: str) -> Example:
-    """Load ``data/<name>.json`` as an :class:`Example`.
+    """Load ``helpers/data/<name>.json`` as an :class:`Example`.
 
     Raises
     ------
@@ -288,10 +325,10 @@ def load_example(name: str) -> Example:
     >>> ex.q.shape, ex.k.shape, ex.v.shape, round(ex.scale, 6)
     ((6, 2), (6, 2), (6, 2), 0.707107)
     """
-    names = list_examples(runnable_only=False)
-    if name not in names:
-        raise ValueError(f"unknown example {name!r}; valid names are: {', '.join(names)}")
-    return Example._from_json(_read(DATA_DIR / f"{name}.json"))
+    files = _json_files()
+    if name not in files:
+        raise ValueError(f"unknown example {name!r}; valid names are: {', '.join(files)}")
+    return Example._from_json(_read(files[name]))
 
 
 def _softmax(x):

@@ -1,16 +1,11 @@
 """The project's set-up files agree with each other."""
 
 import re
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,12 +19,57 @@ def _split(requirement):
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
+def _project():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _self_reference(requirement, project):
+    """'attention-step-by-step[lab,publish]' (an extra that brings others) -> ['lab', 'publish']."""
+    match = re.fullmatch(re.escape(project["name"]) + r"\[([a-z,\s]+)\]", requirement.strip())
+    return [e.strip() for e in match.group(1).split(",")] if match else None
+
+
 def _pyproject_requirements():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = _project()
     reqs = list(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
-        reqs.extend(extra)
+        reqs.extend(r for r in extra if _self_reference(r, project) is None)
     return dict(_split(r) for r in reqs)
+
+
+RUNTIME = {"numpy", "matplotlib", "ipywidgets", "pillow", "ipykernel"}
+
+
+def test_the_runtime_is_what_a_notebook_imports():
+    """A learner's install brings the notebooks' needs only; the rest are extras."""
+    project = _project()
+    assert {_split(r)[0] for r in project["dependencies"]} == RUNTIME
+    extras = project["optional-dependencies"]
+    assert set(extras) == {"lab", "publish", "test", "bench"}
+    assert {_split(r)[0] for r in extras["lab"]} == {"jupyterlab"}
+    assert {_split(r)[0] for r in extras["publish"]} == {"nbformat", "nbclient", "nbconvert"}
+    assert {_split(r)[0] for r in extras["bench"]} == {"threadpoolctl"}
+    # the suite runs the tools and JupyterLab (browser tests): test brings both extras
+    brought = [_self_reference(r, project) for r in extras["test"]]
+    assert sorted(e for b in brought if b for e in b) == ["lab", "publish"]
+
+
+def test_license_is_an_spdx_string_with_its_file():
+    project = _project()
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE*"]
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    assert build["requires"] == ["setuptools>=77"]  # the first with PEP 639 license metadata
+
+
+def test_every_extra_a_make_target_needs_is_installed_by_it():
+    makefile = (ROOT / "Makefile").read_text()
+    for target, extra in {"lab": "lab", "test": "test", "notebooks": "publish", "slides": "publish",
+                          "site": "publish", "bench": "bench"}.items():
+        rule = re.search(rf"^{target}:(.*)$", makefile, re.MULTILINE)
+        assert rule and f".installed-{extra}" in rule.group(1), f"make {target} must install [{extra}]"
+    assert re.search(r'pip install .*-e "\.\[\$\*\]"', makefile)
 
 
 def _conda_requirements():
@@ -61,9 +101,10 @@ def test_readme_first_screen_gives_the_two_commands():
     assert "make lab" in first_screen and "make test" in first_screen
 
 
-def test_ci_runs_make_test():
+def test_ci_runs_make_test_and_the_floors():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.MULTILINE)
+    assert re.search(r"^make test-floors$", ci, re.MULTILINE)
 
 
 def test_binder_is_configured_at_the_root():
@@ -90,3 +131,34 @@ def test_readme_binder_badge_opens_the_index_in_jupyterlab():
     assert re.fullmatch(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/HEAD\?urlpath=lab/tree/(.+)", url)
     target = url.split("urlpath=lab/tree/", 1)[1]
     assert (ROOT / target).is_file(), f"the badge opens {target}, which does not exist"
+
+
+def test_readme_colab_badge_uses_the_binder_placeholder_and_opens_the_index():
+    readme = (ROOT / "README.md").read_text()
+    binder = re.search(r"https://mybinder\.org/v2/gh/([^/]+/[^/]+)/HEAD", readme)
+    colab = re.search(
+        r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
+        r"\(https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/main/(notebooks/[^)]+)\)",
+        readme,
+    )
+    assert binder and colab, "README.md needs both the Binder and the Colab badge"
+    assert colab.group(1) == binder.group(1)
+    assert (ROOT / colab.group(2)).is_file()
+
+
+def test_floors_constraints_pin_every_requirement_at_its_floor():
+    """tools/floors.py (make test-floors) turns each `>=` floor into `==`, for every extra too."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import floors
+
+    lines = floors.constraints().splitlines()
+    pinned = dict(line.split("==") for line in lines)
+    assert pinned == {name: spec[2:] for name, spec in _pyproject_requirements().items()}
+    assert floors.oldest_python() == (3, 11)
+    assert floors.floor_of("numpy>=1.24; python_version < '4'") == ("numpy", "1.24")
+    for bad in ("numpy", "numpy==1.24", "numpy>=1.24,<3"):
+        with pytest.raises(ValueError, match="floor"):
+            floors.floor_of(bad)
+    assert re.search(r"^test-floors:\n\t\$\(PYTHON\) tools/floors\.py run$", (ROOT / "Makefile").read_text(), re.MULTILINE)

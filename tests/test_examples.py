@@ -1,4 +1,4 @@
-"""Checks of data/*.json and helpers.examples: every printed figure is recomputed.
+"""Checks of helpers/data/*.json and helpers.examples: every printed figure is recomputed.
 
 Each figure's stored exact value is recomputed twice, with
 ``helpers.examples.compute_quantity`` and (for runnable examples) with the
@@ -15,6 +15,7 @@ import pytest
 from helpers import attention
 from helpers.examples import (
     DATA_DIR,
+    DataMissingError,
     QUANTITIES,
     Example,
     Figure,
@@ -248,9 +249,39 @@ def test_list_and_load_round_trip():
     assert NAMES == sorted(NAMES) and RUNNABLE == sorted(RUNNABLE)
     assert RUNNABLE == [n for n in NAMES if load_example(n).runnable]
     assert set(RUNNABLE) < set(NAMES)
-    assert NAMES == sorted(p.stem for p in DATA_DIR.glob("*.json"))
+    assert NAMES == sorted(p.name[:-5] for p in DATA_DIR.iterdir() if p.name.endswith(".json"))
     for name in NAMES:
         assert load_example(name).name == name
+
+
+@pytest.mark.parametrize("state", ["missing", "empty", "not a folder"])
+def test_a_missing_data_folder_is_a_clear_error_not_an_empty_list(state, tmp_path, monkeypatch):
+    """An install without its package data must say so, not list no examples."""
+    from helpers import examples
+
+    folder = tmp_path / "data"
+    if state == "empty":
+        folder.mkdir()
+    elif state == "not a folder":
+        folder.write_text("not a folder")
+    monkeypatch.setattr(examples, "DATA_DIR", folder)
+    for call in (list_examples, lambda: list_examples(runnable_only=False), lambda: load_example("cat_sat")):
+        with pytest.raises(DataMissingError, match="helpers/data") as info:
+            call()
+        assert "reinstall" in str(info.value)
+    assert issubclass(DataMissingError, FileNotFoundError)
+
+
+def test_the_data_lives_in_the_package_and_data_points_there():
+    """One copy: helpers/data/ holds the JSON files; the top-level data/ only points to it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert Path(str(DATA_DIR)).resolve() == (root / "helpers" / "data").resolve()
+    assert sorted(p.name for p in (root / "data").iterdir()) == ["README.md"]
+    pointer = (root / "data" / "README.md").read_text(encoding="utf-8")
+    assert "../helpers/data/README.md" in pointer
+    assert (root / "helpers" / "data" / "README.md").is_file()
 
 
 def test_unknown_example_raises_value_error():

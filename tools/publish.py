@@ -7,8 +7,8 @@ Both read the notebooks as stored (their saved outputs are what is shown).
 A notebook whose outputs hold a widget is first run once more in a fresh
 kernel, on a copy, to record the widgets' state, which ``make notebooks``
 leaves out of the stored files so that they re-run without a diff. The copies
-are cached in ``build/executed/`` and reused while the notebook, ``helpers/``
-and ``data/`` are unchanged.
+are cached in ``build/executed/`` and reused while the notebook and ``helpers/``
+(its modules and its data, ``helpers/data/``) are unchanged.
 
 Every script a page loads (reveal.js, RequireJS, MathJax 3, ipywidgets' HTML
 manager) is copied from ``build/vendor/`` (see tools/web_assets.py) into the
@@ -85,7 +85,8 @@ def has_widgets(nb) -> bool:
 def _fingerprint(path: Path) -> str:
     """A hash of everything a notebook's outputs depend on."""
     h = hashlib.sha256()
-    for dep in [path, *sorted((ROOT / "helpers").glob("*.py")), *sorted((ROOT / "data").glob("*.json"))]:
+    package = sorted(p for p in (ROOT / "helpers").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for dep in [path, *package]:  # the package's modules and its data (helpers/data/)
         h.update(dep.name.encode())
         h.update(dep.read_bytes())
     return h.hexdigest()

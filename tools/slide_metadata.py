@@ -11,7 +11,8 @@ slides exporter reads. The values are "slide", "subslide", "fragment", "-"
 
 The first pass assigns them by rules that fit how the notebooks are written:
 
-* the title cell opens the deck ("slide"); navigation cells are "skip";
+* the title cell opens the deck ("slide"); navigation cells and the Colab
+  set-up cell are "skip";
 * a ``## `` heading opens a new slide, a ``### `` heading a sub-slide (below it);
 * a code cell right after an explanation is a "fragment": the lecturer states
   the step, asks the class to predict, and the click reveals code and output;
@@ -35,7 +36,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
-SKIP_TAGS = {"navigation", "contents"}
+SKIP_TAGS = {"navigation", "contents", "colab-install"}  # colab-install: tools/navigation.py
 
 
 def walkthrough_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
