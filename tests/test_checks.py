@@ -1,4 +1,4 @@
-"""Tests of helpers/checks.py: right answers, each computed mistake, and robustness.
+"""Tests of helpers/checks (the package): right answers, each computed mistake, and robustness.
 
 Every mistake is computed here, independently of the checker, and must be
 reported with its ``mistake`` name; arbitrary objects (hypothesis) must always
@@ -1032,7 +1032,7 @@ def test_shapes_mistakes(answer, name):
 
 def test_number_verdict_skips_a_mistake_within_tolerance_of_the_answer():
     # A mistake that cannot be told apart from the right answer is never reported.
-    from helpers.checks import _number_verdict
+    from helpers.checks._core import _number_verdict
 
     kwargs = dict(what="x", expected=1.0, rtol=0.01, hint="")
     near = [("close_mistake", 1.009, "a hint")]

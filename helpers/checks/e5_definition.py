@@ -1,0 +1,375 @@
+"""Checks of E5, *Scaled Dot-Product Attention* (the definition page)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import re
+
+import numpy as np
+
+from helpers import attention, examples
+from helpers.checks._core import (
+    CODE_TOL,
+    CheckResult,
+    _call_student,
+    _check_callable,
+    _close,
+    _compute,
+    _correct,
+    _float_result,
+    _incorrect,
+    _never_raise,
+    _parts,
+    _raised,
+)
+
+# ---------------------------------------------------------------------------
+# A student's softmax
+# ---------------------------------------------------------------------------
+
+
+@_never_raise
+def check_stable_softmax(fn):
+    """Check a student's numerically stable softmax function ``fn(x)``.
+
+    ``fn`` is called with one float array and should normalise over the last
+    axis. It is tried on a small row, on a 2-D array (rows), on
+    [1000, 1001, 1002] (overflow without the max subtraction) and on
+    [-1000, -1001] (underflow to 0 / 0). Its warnings are recorded, never
+    shown; its exceptions are caught.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's softmax.
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``not_callable``, ``raises``, ``wrong_shape``
+        (including results that are not arrays of real numbers),
+        ``not_normalised`` (does not sum to 1), ``wrong_values``,
+        ``wrong_axis`` (2-D input normalised over the columns or the whole
+        array), ``no_max_subtraction`` (overflow, NaN, inf or a warning on the
+        large or very negative inputs).
+
+    Examples
+    --------
+    >>> def softmax(x):
+    ...     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    ...     return e / e.sum(axis=-1, keepdims=True)
+    >>> print(check_stable_softmax(softmax))
+    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000.
+    >>> check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)).mistake
+    'no_max_subtraction'
+    """
+    result = _check_callable(fn, "softmax")
+    if result is not None:
+        return result
+    small = np.array([1.0, 2.0, 3.0])
+    rows = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])
+    for x in (small, rows):
+        call = _call_student(fn, x)
+        if call.error is not None:
+            return _raised(call, "softmax")
+        got = _float_result(call.value)
+        expected = attention.softmax(x)
+        if got is None or got.shape != x.shape:
+            shape = getattr(got, "shape", None)
+            desc = f"shape {shape}" if got is not None else f"a {type(call.value).__name__}"
+            return _incorrect(
+                "wrong_shape",
+                f"For an input of shape {x.shape} your softmax returned {desc}; it should return "
+                "an array of numbers of the same shape.",
+            )
+        if _close(got, expected, CODE_TOL, CODE_TOL):
+            continue
+        if x.ndim == 2:
+            for axis, where in ((0, "each column (axis=0)"), (None, "the whole array")):
+                if _close(got, attention.softmax(x, axis=axis), CODE_TOL, CODE_TOL):
+                    return _incorrect(
+                        "wrong_axis",
+                        f"On a 2-D input your softmax normalised {where}; normalise each row "
+                        "over the last axis (axis=-1, keepdims=True).",
+                    )
+        if np.all(np.isfinite(got)) and not np.allclose(got.sum(axis=-1), 1.0, rtol=0, atol=CODE_TOL):
+            return _incorrect(
+                "not_normalised",
+                "Your softmax does not sum to 1 along the last axis: divide the exponentials "
+                "by their sum.",
+            )
+        return _incorrect(
+            "wrong_values",
+            f"Your softmax of {x.tolist()} is not right: it should be exp(x) / sum(exp(x)) "
+            "over the last axis.",
+        )
+    for x in (np.array([1000.0, 1001.0, 1002.0]), np.array([-1000.0, -1001.0])):
+        call = _call_student(fn, x)
+        got = None if call.error is not None else _float_result(call.value)
+        if call.error is not None and not isinstance(call.error, (FloatingPointError, OverflowError)):
+            return _raised(call, "softmax")
+        if got is None or call.warned or got.shape != x.shape or not np.all(np.isfinite(got)):
+            return _incorrect(
+                "no_max_subtraction",
+                f"Your softmax breaks on {x.tolist()} (overflow, NaN or a warning): subtract the "
+                "row's maximum before np.exp; the result does not change, but exp never overflows.",
+            )
+        if not _close(got, attention.softmax(x), CODE_TOL, CODE_TOL):
+            return _incorrect(
+                "wrong_values",
+                f"Your softmax of {x.tolist()} is not right; after subtracting the maximum, "
+                "divide the exponentials by their sum.",
+            )
+    return _correct(
+        "Right: your softmax sums to 1 along the last axis and survives logits of ±1000."
+    )
+
+
+# ---------------------------------------------------------------------------
+# A student's masked attention
+# ---------------------------------------------------------------------------
+
+
+def _masked_cases():
+    """Seeded q, k, v and three masks: padding, causal, and one with an empty row."""
+    rng = np.random.default_rng(52)
+    n, m, d_k, d_v = 4, 5, 3, 2
+    q = rng.normal(size=(n, d_k))
+    k = rng.normal(size=(m, d_k))
+    v = rng.normal(size=(m, d_v))
+    padding = np.broadcast_to(attention.padding_mask(3, m)[0], (n, m)).copy()
+    causal = attention.causal_mask(n, m)
+    empty_row = padding.copy()
+    empty_row[1] = False
+    return q, k, v, [("padding", padding), ("causal", causal), ("empty_row", empty_row)]
+
+
+@_never_raise
+def check_masked_attention(fn):
+    """Check a student's ``masked_attention(q, k, v, mask)``.
+
+    ``mask`` is boolean with True = "may attend", as in
+    :func:`helpers.attention.scaled_dot_product_attention`, and the result is
+    compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with
+    a padding mask, a causal mask and a mask whose row 1 allows no key (this
+    collection expects an all-zero output row there). ``fn`` may return the
+    output or a tuple ``(output, weights)``.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function.
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``not_callable``, ``raises``, ``wrong_shape``,
+        ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        ``unscaled``, ``nan_for_masked_row`` (a fully masked row gives NaN),
+        ``masked_row_not_zero`` (it gives the mean of the values, as with a
+        large negative number instead of -inf), ``wrong_values``.
+
+    Examples
+    --------
+    >>> def masked_attention(q, k, v, mask):
+    ...     return attention.scaled_dot_product_attention(q, k, v, mask)[0]
+    >>> print(check_masked_attention(masked_attention))
+    ✅ correct: Right: padding and causal masks work, and a row with nothing to attend to gives zeros.
+    >>> check_masked_attention(lambda q, k, v, mask: attention.scaled_dot_product_attention(q, k, v)).mistake
+    'mask_ignored'
+    """
+    result = _check_callable(fn, "masked_attention")
+    if result is not None:
+        return result
+    q, k, v, cases = _masked_cases()
+    sdpa = attention.scaled_dot_product_attention
+    for case, mask in cases:
+        call = _call_student(fn, q, k, v, mask)
+        if call.error is not None:
+            return _raised(call, "masked_attention")
+        value = call.value
+        if isinstance(value, tuple) and len(value) == 2:
+            value = value[0]
+        got = _float_result(value)
+        expected = sdpa(q, k, v, mask)[0]
+        if got is None or got.shape != expected.shape:
+            desc = f"shape {got.shape}" if got is not None else f"a {type(value).__name__}"
+            return _incorrect(
+                "wrong_shape",
+                f"For q {q.shape}, k {k.shape}, v {v.shape} your function returned {desc}; "
+                f"the output should have shape {expected.shape} (n, d_v).",
+            )
+        if _close(got, expected, CODE_TOL, CODE_TOL):
+            continue
+        mistakes = [
+            ("mask_ignored", lambda: sdpa(q, k, v)[0],
+             "Your output does not depend on the mask: set the scores of masked keys to -inf "
+             "(or drop them) before the softmax."),
+            ("mask_inverted", lambda: sdpa(q, k, v, ~mask)[0],
+             "Your mask works the wrong way round: here True means 'may attend', so block the "
+             "keys where the mask is False."),
+            ("unscaled", lambda: sdpa(q, k, v, mask, scale=1.0)[0],
+             "The masking is right, but you forgot to divide the scores by sqrt(d_k)."),
+        ]
+        for name, thunk, message in mistakes:
+            value = _compute(thunk)
+            if not _close(value, expected, CODE_TOL, CODE_TOL) and _close(got, value, CODE_TOL, CODE_TOL):
+                return _incorrect(name, message)
+        empty = ~mask.any(axis=-1)
+        if empty.any():
+            rest_ok = _close(got[~empty], expected[~empty], CODE_TOL, CODE_TOL)
+            if rest_ok and np.all(np.isnan(got[empty])):
+                return _incorrect(
+                    "nan_for_masked_row",
+                    "A query row with no allowed key gives NaN (softmax of all -inf); this "
+                    "collection expects an all-zero output row there.",
+                )
+            mean_v = np.broadcast_to(v.mean(axis=0), got[empty].shape)
+            if rest_ok and _close(got[empty], mean_v, CODE_TOL, CODE_TOL):
+                return _incorrect(
+                    "masked_row_not_zero",
+                    "A query row with no allowed key gives the mean of the values (a large "
+                    "negative number instead of -inf); this collection expects an all-zero row.",
+                )
+        return _incorrect(
+            "wrong_values",
+            f"Your output with the {case.replace('_', ' ')} mask is not right: softmax(q k^T / "
+            "sqrt(d_k)) with the masked scores set to -inf, then times v.",
+        )
+    return _correct(
+        "Right: padding and causal masks work, and a row with nothing to attend to gives zeros."
+    )
+
+
+# ---------------------------------------------------------------------------
+# The definition page: shapes with n queries and m keys
+# ---------------------------------------------------------------------------
+
+SHAPES_CASE = {"n": 3, "m": 5, "d_k": 4, "d_v": 6}
+"""The sizes of the shapes exercise: n queries, m keys, key width d_k, value width d_v."""
+
+
+def _as_shape(answer):
+    """A tuple of non-negative ints from a tuple, list, array or a string such as "(3, 5)" or "3x5"."""
+    if isinstance(answer, str):
+        if re.search(r"[^\d\s,x×()\[\]]", answer):
+            return None
+        items = [int(t) for t in re.findall(r"\d+", answer)]
+    elif isinstance(answer, np.ndarray):
+        if answer.ndim != 1 or answer.dtype.kind not in "iuf":
+            return None
+        items = answer.tolist()
+    elif isinstance(answer, (tuple, list)):
+        items = list(answer)
+    else:
+        return None
+    shape = []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)):
+            return None
+        if isinstance(item, numbers.Integral):
+            shape.append(int(item))
+        elif isinstance(item, numbers.Real) and math.isfinite(item) and float(item).is_integer():
+            shape.append(int(item))
+        else:
+            return None
+        if shape[-1] < 0:
+            return None
+    return tuple(shape) if shape else None
+
+
+def _shape_verdict(answer, *, what, expected, mistakes):
+    shape = _as_shape(answer)
+    if shape is None:
+        return _incorrect(
+            "not_a_shape", f"Give the shape of {what} as a tuple of whole numbers, for example (2, 7)."
+        )
+    if shape == expected:
+        return None
+    for name, target, message in mistakes:
+        if target != expected and shape == target:
+            return _incorrect(name, message)
+    return _incorrect(
+        "wrong_shape",
+        f"{shape} is not the shape of {what}: one row per query, one column per "
+        + ("key." if what != "the output" else "value dimension."),
+    )
+
+
+@_never_raise
+def check_definition_shapes(scores, weights=None, out=None):
+    """Check the shapes of the definition page's attention for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6.
+
+    The expected shapes are computed by running
+    :func:`helpers.attention.scaled_dot_product_attention` on arrays of those
+    sizes (scores and weights (n, m) = (3, 5), output (n, d_v) = (3, 6)), and
+    each recognised mistake by running it on the sizes the mistake swaps.
+
+    Parameters
+    ----------
+    scores, weights, out : tuple of int (or list, array, or a string such as "(3, 5)")
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``n_m_swapped`` (queries and keys exchanged: (5, 3),
+        which is also the transposed score matrix, and an output (5, 6)),
+        ``d_k_d_v_swapped`` (an output (3, 4)), ``assumed_square`` (n x n or
+        m x m, as in self-attention), ``used_d_k`` (scores (n, d_k)),
+        ``transposed`` (output (d_v, n)), ``out_is_weights`` (output (n, m)),
+        ``not_a_shape``, ``wrong_shape``. Missing parts give "not yet" once
+        the given ones are right.
+
+    Examples
+    --------
+    >>> print(check_definition_shapes((3, 5), (3, 5), (3, 6)))
+    ✅ correct: Right: scores and weights are (n, m) = (3, 5), the output is (n, d_v) = (3, 6).
+    >>> check_definition_shapes((5, 3), (5, 3), (5, 6)).mistake
+    'n_m_swapped'
+    """
+    n, m, d_k, d_v = (SHAPES_CASE[key] for key in ("n", "m", "d_k", "d_v"))
+
+    def run(n_q, n_k, width_k, width_v):
+        q, k, v = np.zeros((n_q, width_k)), np.zeros((n_k, width_k)), np.zeros((n_k, width_v))
+        out_, weights_ = attention.scaled_dot_product_attention(q, k, v)
+        return attention.attention_scores(q, k).shape, weights_.shape, out_.shape
+
+    right = run(n, m, d_k, d_v)
+    swapped_nm = run(m, n, d_k, d_v)
+    swapped_d = run(n, m, d_v, d_k)
+    square_n, square_m = run(n, n, d_k, d_v), run(m, m, d_k, d_v)
+
+    def grid_mistakes(index, what):
+        return [
+            ("n_m_swapped", swapped_nm[index], f"You swapped queries and keys: {what} has one row per "
+             f"query (n = {n}) and one column per key (m = {m})."),
+            ("assumed_square", square_n[index], f"That would be self-attention (n = m); here n = {n} "
+             f"queries attend to m = {m} keys, so {what} is n x m."),
+            ("assumed_square", square_m[index], f"That would be self-attention (n = m); here n = {n} "
+             f"queries attend to m = {m} keys, so {what} is n x m."),
+            ("used_d_k", (n, d_k), f"d_k is summed away by the dot products; {what} has one entry "
+             "per query-key pair."),
+        ]  # a transposed (m, n) is the same shape as n_m_swapped, which names it
+
+    out_mistakes = [
+        ("n_m_swapped", swapped_nm[2], f"One output per query, not per key: n = {n} rows."),
+        ("d_k_d_v_swapped", swapped_d[2], f"The output mixes the values, so its width is d_v = {d_v}, not d_k."),
+        ("transposed", right[2][::-1], "Transposed: the output has one row per query."),
+        ("out_is_weights", right[1], "That is the shape of the weights; the output is weights @ V, (n, d_v)."),
+        ("assumed_square", square_m[2], f"One output per query: n = {n} rows."),
+    ]
+    parts = [
+        ("the scores", scores, functools.partial(
+            _shape_verdict, what="the scores", expected=right[0], mistakes=grid_mistakes(0, "the score matrix"))),
+        ("the weights", weights, functools.partial(
+            _shape_verdict, what="the weights", expected=right[1], mistakes=grid_mistakes(1, "the weights matrix"))),
+        ("the output", out, functools.partial(
+            _shape_verdict, what="the output", expected=right[2], mistakes=out_mistakes)),
+    ]
+    return _parts(
+        parts,
+        done=f"Right: scores and weights are (n, m) = {right[0]}, the output is (n, d_v) = {right[2]}.",
+        empty="No answer yet: the shapes of the scores, the weights and the output.",
+    )
