@@ -188,7 +188,9 @@ def _row_hint(arr, expected, atol):
     if not good:
         return ""
     bad = [i for i in range(arr.shape[0]) if i not in good]
-    return f" Rows {good} (counting from 0) are right; rows {bad} are not."
+    word = lambda rows: ("Row " if len(rows) == 1 else "Rows ") + _and([str(i) for i in rows])  # noqa: E731
+    verb = lambda rows: "is" if len(rows) == 1 else "are"  # noqa: E731
+    return f" {word(good)} (counting from 0) {verb(good)} right; {word(bad).lower()} {verb(bad)} not."
 
 
 def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
@@ -232,18 +234,100 @@ class _Call:
     value: object = None
     error: Exception | None = None
     warned: bool = False
+    used: tuple = ()
 
 
-def _call_student(fn, *args):
-    """Call ``fn(*args)`` on copies of the arguments; record errors and numeric warnings."""
+LIBRARY_KERNELS = (
+    "softmax",
+    "softmax_loop",
+    "attention_scores",
+    "attention_scores_loop",
+    "scaled_dot_product_attention",
+    "scaled_dot_product_attention_loop",
+    "softmax_jacobian",
+    "attention_backward",
+    "blockwise_attention",
+    "multi_head_attention",
+)
+"""The kernels of :mod:`helpers.attention` a student function could wrap instead of computing."""
+
+
+def _record_library_calls(used, allowed=()):
+    """Replace the library kernels by recording stand-ins; return a function that restores them.
+
+    Two routes are covered: a name looked up on the module at call time
+    (``attention.softmax(...)``) meets the stand-in, which records the call and
+    delegates to the kernel; a reference the notebook took earlier (``from
+    helpers.attention import softmax``) still runs the kernel's own code, which a
+    profile hook recognises by its code object. ``allowed`` names kernels the
+    exercise lets the student use.
+    """
+    import sys
+
+    from helpers import attention as module
+
+    originals = {name: getattr(module, name) for name in LIBRARY_KERNELS if hasattr(module, name)}
+    watched = {fn.__code__: name for name, fn in originals.items() if name not in allowed}
+
+    def stand_in(name, fn):
+        @functools.wraps(fn)
+        def recorder(*args, **kwargs):
+            used.append(name)
+            return fn(*args, **kwargs)
+
+        return recorder
+
+    for name, fn in originals.items():
+        if name not in allowed:
+            setattr(module, name, stand_in(name, fn))
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in watched:
+            used.append(watched[frame.f_code])
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+
+    def restore():
+        sys.setprofile(previous)
+        for name, fn in originals.items():
+            setattr(module, name, fn)
+
+    return restore
+
+
+def _call_student(fn, *args, allowed=()):
+    """Call ``fn(*args)`` on copies of the arguments; record errors, numeric warnings and kernel calls.
+
+    While ``fn`` runs, the kernels of :mod:`helpers.attention` (except
+    ``allowed``) are replaced by recording stand-ins; they are restored
+    afterwards whatever happens.
+    """
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+    used = []
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn", under="ignore"):
         warnings.simplefilter("always")
+        restore = _record_library_calls(used, allowed)
         try:
             value = fn(*args)
         except Exception as exc:  # noqa: BLE001 - the student's code may raise anything
-            return _Call(error=exc, warned=_numeric_warning(caught))
-    return _Call(value=value, warned=_numeric_warning(caught))
+            return _Call(error=exc, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+        finally:
+            restore()
+    return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+
+
+def _used_library(call, what):
+    """An "incorrect" result when the student's function called a library kernel, else None."""
+    if not call.used:
+        return None
+    names = ", ".join(f"helpers.attention.{name}" for name in call.used)
+    return _incorrect(
+        "used_library",
+        f"Your {what} calls {names}. That kernel does the very step this exercise practises, so "
+        "please write the computation yourself with NumPy (np.exp, np.max, @ and so on); you are "
+        "welcome to compare your result with the kernel outside the function.",
+    )
 
 
 def _numeric_warning(caught):
@@ -289,21 +373,38 @@ def _raised(call, what):
 
 
 def _as_number(answer):
-    """A float from a number or a numeric string ("2.048e9", "2,048,000,000"), else None."""
+    """A float from a real number (or a one-element numeric array), else None. Text is refused."""
     if isinstance(answer, (bool, np.bool_)):
         return None
-    if isinstance(answer, str):
-        text = answer.strip().replace(",", "").replace("_", "").replace(" ", "")
-        try:
-            return float(text)
-        except ValueError:
-            return None
     if isinstance(answer, numbers.Real):
         return float(answer)
     if isinstance(answer, np.ndarray) and answer.size == 1 and answer.dtype.kind in "iuf":
         return float(answer.reshape(-1)[0])
     return None
 
+
+def _not_a_number(answer, what):
+    """The "incorrect" result for an answer that is not one number; text gets a hint on writing it."""
+    if isinstance(answer, str):
+        text = answer.strip()
+        plain = text.replace(",", "").replace("_", "").replace(" ", "")
+        try:
+            float(plain)
+        except ValueError:
+            return _incorrect(
+                "not_a_number",
+                f"Your {what} is the text {text!r}, not a number. Write the number itself, "
+                "without quotes, for example 0.25 or 3e6.",
+            )
+        return _incorrect(
+            "not_a_number",
+            f"Your {what} is the text {text!r}, not a number. Write it without quotes: {plain} "
+            "(Python also reads 1_000_000 and 1e6).",
+        )
+    return _incorrect(
+        "not_a_number",
+        f"Your {what} is a {type(answer).__name__}; give one number, for example 0.25 or 3e6.",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -330,8 +431,14 @@ def _document_rows(arr, ex, fig_ids, exact, atol):
     return rows
 
 
+def _and(items):
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _quoted(tokens):
-    return " and ".join(f"'{t}'" for t in tokens)
+    return _and([f"'{t}'" for t in tokens])
 
 
 def _near(value, target, rtol):
@@ -346,15 +453,15 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
     """
     value = _as_number(answer)
     if value is None:
-        return _incorrect("not_a_number", f"Give {what} as one number, for example 0.5 or 1e3.")
+        return _not_a_number(answer, what)
     if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your {what} is not a finite number.")
+        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
     if _near(value, expected, rtol):
         return None
     for name, target, message in mistakes:
         if not _near(target, expected, rtol) and _near(value, target, rtol):
-            return _incorrect(name, message)
-    return _incorrect("wrong_value", f"Your {what} ({value:g}) is not right. {hint}")
+            return _incorrect(name, f"Your {what} is {value:g}. " + message)
+    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
 def _parts(parts, *, done, empty):
@@ -377,7 +484,10 @@ def _parts(parts, *, done, empty):
     if not right:
         return _not_yet(empty)
     if missing:
-        return _not_yet(f"So far so good ({', '.join(right)} right); now {', '.join(missing)}.")
+        return _not_yet(
+            f"So far so good: {_and(right)} {'is' if len(right) == 1 else 'are'} right. "
+            f"Now give {_and(missing)}."
+        )
     return _correct(done)
 
 

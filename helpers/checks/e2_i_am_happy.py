@@ -70,11 +70,12 @@ def check_i_am_happy_weights(weights):
             ):
                 wrong_rows.append(ex.tokens[i])
         if wrong_rows:
-            names = " and ".join(f"'{t}'" for t in wrong_rows)
+            many = len(wrong_rows) > 1
             return _incorrect(
                 "document_rows",
-                f"Your row for {names} is the document's Step 5 row, which is wrong: it does not "
-                "follow from the scaled scores. Recompute the softmax of those scores.",
+                f"Your {'rows' if many else 'row'} for {_quoted(wrong_rows)} {'are' if many else 'is'} "
+                f"the document's Step 5 {'rows' if many else 'row'}, which {'are' if many else 'is'} "
+                "wrong: they do not follow from the scaled scores. Recompute the softmax of those scores.",
             )
     mistakes = [
         ("unscaled", lambda: attention.softmax(scores),
@@ -83,6 +84,9 @@ def check_i_am_happy_weights(weights):
          "You divided the scores by d_k = 3; divide by sqrt(d_k) = 1.732 instead."),
         ("wrong_axis", lambda: attention.softmax(scores / math.sqrt(d_k), axis=0),
          "Your softmax normalised the columns (axis=0); each row (one query) should sum to 1."),
+        ("softmax_whole_matrix", lambda: attention.softmax((scores / math.sqrt(d_k)).ravel()).reshape(3, 3),
+         "Your softmax normalised the whole matrix at once, so all nine weights sum to 1; each row "
+         "(one query) should sum to 1 on its own."),
     ]
     result = _match(arr, exact, mistakes, what="weights", atol=HAND_ATOL)
     # Not ``result or ...``: an incorrect CheckResult is falsy.
@@ -111,7 +115,7 @@ def check_i_am_happy_context(context):
         ``no_softmax`` (scaled scores @ V), ``transposed``, ``values_first``
         (V @ weights), ``wrong_shape``, then ``document_rows`` (a row equal to
         the document's printed Step 6 row: for "I" the middle entry 0.53 adds
-        rounded terms, exact 0.5207; for "am" and "happy" the rows rest on the
+        rounded terms; for "am" and "happy" the rows rest on the
         wrong Step 5 weights, so the document's weights times V give them too)
         before ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
         The whole-matrix mistakes come first because one row of
@@ -142,6 +146,9 @@ def check_i_am_happy_context(context):
          "You divided the scores by d_k = 3; divide by sqrt(d_k) = 1.732 instead."),
         ("wrong_axis", lambda: attention.softmax(scaled, axis=0) @ v,
          "Your softmax normalised the columns (axis=0); each row of weights (one query) should sum to 1."),
+        ("softmax_whole_matrix", lambda: attention.softmax(scaled.ravel()).reshape(3, 3) @ v,
+         "Your softmax normalised the whole score matrix at once; each row of weights (one query) "
+         "should sum to 1 on its own before it mixes the rows of V."),
         ("returned_weights", lambda: weights,
          "These are the attention weights; the context vectors multiply them by V."),
         ("no_softmax", lambda: scaled @ v,
@@ -159,14 +166,16 @@ def check_i_am_happy_context(context):
         if rows:
             why = []
             if 0 in rows:
-                why.append("for 'I' it adds rounded terms (0.06 + 0.17 + 0.30 = 0.53; exact 0.5207)")
+                why.append("for 'I' it adds rounded terms (0.06 + 0.17 + 0.30), so its middle entry is off in the second decimal")
             later = [ex.tokens[i] for i in rows if i != 0]
             if later:
                 why.append(f"for {_quoted(later)} it rests on the document's wrong Step 5 weights")
+            many = len(rows) > 1
             return _incorrect(
                 "document_rows",
-                f"Your row for {_quoted(ex.tokens[i] for i in rows)} is the document's Step 6 row, "
-                f"which is off: {'; '.join(why)}. Multiply the exact weights by V.",
+                f"Your {'rows' if many else 'row'} for {_quoted(ex.tokens[i] for i in rows)} "
+                f"{'are' if many else 'is'} the document's Step 6 {'rows' if many else 'row'}, which "
+                f"{'are' if many else 'is'} off: {'; '.join(why)}. Multiply the exact weights by V.",
             )
     return result if result is not None else _correct(
         "Right: the context vectors softmax(Q K^T / sqrt(3)) V, one row per token."

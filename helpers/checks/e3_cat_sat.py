@@ -25,55 +25,104 @@ from helpers.checks._core import (
 # ---------------------------------------------------------------------------
 
 
+EXERCISE_TEMPERATURE = 3.0
+"""The temperature of E3's exercise 1. With d_k = 4, 1/sqrt(d_k) = 0.5: at T = 0.5 the
+temperature and the scaling cancel, and at T = 2 forgetting one looks like forgetting the
+other; at T = 3 every mistake below gives its own weights."""
+
+
+def _temperature_candidates(t):
+    """The right "cat sat" weights at temperature ``t`` and the weights of each mistake."""
+    ex = examples.load_example("cat_sat")
+    scores = ex.q @ ex.k.T
+    d_k = ex.q.shape[-1]
+    root = math.sqrt(d_k)
+    sm = attention.softmax
+    right = sm(scores / root / t)
+    mistakes = [
+        ("multiplied_by_temperature", sm(scores / root * t),
+         "Your weights are what multiplying the scaled scores by T gives; divide them by T instead "
+         "(a high temperature flattens the weights)."),
+        ("forgot_temperature", sm(scores / root),
+         "Your weights are the ones at T = 1: the scaling by 1/sqrt(d_k) is there, but the division "
+         "by T is missing."),
+        ("forgot_scaling", sm(scores / t),
+         f"You divided by T, but the scaling step is missing: divide the scores by sqrt(d_k) = "
+         f"{root:g} as well."),
+        ("forgot_both", sm(scores),
+         "Your weights are softmax(Q K^T): both the scaling by 1/sqrt(d_k) and the division by T "
+         "are missing."),
+        ("multiplied_and_unscaled", sm(scores * t),
+         "You multiplied the scores by T and left out 1/sqrt(d_k); divide by sqrt(d_k) and by T."),
+        ("divided_by_d_k", sm(scores / d_k / t),
+         f"You divided the scores by d_k = {d_k}; the scaling step divides by sqrt(d_k) = {root:g}."),
+        ("softmax_whole_matrix", sm((scores / root / t).ravel()).reshape(scores.shape),
+         "Your softmax normalised the whole matrix at once; each row (one query) should sum to 1."),
+    ]
+    return right, mistakes
+
+
+def _distinct(values, atol):
+    """True when no two arrays of ``values`` agree within ``atol``."""
+    return all(
+        not np.allclose(a, b, rtol=0, atol=atol)
+        for i, a in enumerate(values) for b in values[i + 1:]
+    )
+
+
 @_never_raise
-def check_temperature_prediction(weights, temperature):
+def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
     """Check predicted "cat sat" weights at a temperature: softmax(Q K^T / sqrt(d_k) / T).
+
+    The exercise uses T = 3 (:data:`EXERCISE_TEMPERATURE`). Another temperature
+    is accepted only if the right answer and every mistake below still give
+    different weights there; at T = 0.5, where T cancels 1/sqrt(4), or T = 2,
+    where forgetting T looks like forgetting the scaling, the check says so.
 
     Parameters
     ----------
     weights : array_like, shape (2, 2)
         The predicted weights, one row per query.
-    temperature : float
-        The temperature T (finite, > 0) the prediction is for.
+    temperature : float, optional
+        The temperature T (finite, > 0); 3 by default.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``multiplied_by_temperature``
-        (scores times T), ``forgot_scaling`` (no 1/sqrt(d_k)),
-        ``multiplied_and_unscaled`` (both), then ``wrong_shape`` / ``wrong_values``; ``bad_temperature`` when T is
-        not a finite number > 0; ``wrong_type``, ``complex``, ``not_finite``.
-        At T = 1 multiplying and dividing agree, so that mistake cannot show;
-        softmax over the wrong axis is not listed, because Q = K makes the
-        weights symmetric, so it gives the right answer.
+        Mistakes recognised, in this order: ``multiplied_by_temperature``,
+        ``forgot_temperature``, ``forgot_scaling``, ``forgot_both``,
+        ``multiplied_and_unscaled``, ``divided_by_d_k``,
+        ``softmax_whole_matrix``, then ``wrong_shape`` / ``wrong_values``;
+        ``bad_temperature`` when T is not a finite number > 0 or makes two of
+        them coincide; ``wrong_type``, ``complex``, ``not_finite``. Softmax
+        over the wrong axis is not listed: Q = K makes the weights symmetric.
 
     Examples
     --------
-    >>> print(check_temperature_prediction([[0.62, 0.38], [0.38, 0.62]], 2))
-    ✅ correct: Right: at T = 2 the weights are softmax(Q K^T / sqrt(4) / 2).
-    >>> check_temperature_prediction([[0.88, 0.12], [0.12, 0.88]], 2).mistake
-    'multiplied_by_temperature'
+    >>> print(check_temperature_prediction([[0.58, 0.42], [0.42, 0.58]]))
+    ✅ correct: Right: at T = 3 the weights are softmax(Q K^T / sqrt(4) / 3).
+    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]]).mistake
+    'forgot_temperature'
+    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]], 0.5).mistake
+    'bad_temperature'
     """
     t = _as_number(temperature)
     if t is None or not math.isfinite(t) or t <= 0:
         return _incorrect(
-            "bad_temperature", f"The temperature must be a finite number > 0: got {temperature!r}."
+            "bad_temperature",
+            f"The temperature must be a number greater than 0; got {temperature!r}.",
         )
-    ex = examples.load_example("cat_sat")
-    q, k = ex.q, ex.k
-    d_k = q.shape[-1]
-    scores = q @ k.T
-    scaled = scores / math.sqrt(d_k)
-    exact = attention.softmax(scaled, temperature=t)
-    mistakes = [
-        ("multiplied_by_temperature", lambda: attention.softmax(scaled * t),
-         "You multiplied the scores by T; divide them by T (a high temperature flattens the weights)."),
-        ("forgot_scaling", lambda: attention.softmax(scores / t),
-         f"You divided by T but forgot the 1/sqrt(d_k) = 1/{math.sqrt(d_k):g} scaling of the scores."),
-        ("multiplied_and_unscaled", lambda: attention.softmax(scores * t),
-         "You multiplied by T and forgot 1/sqrt(d_k): the weights are softmax(Q K^T / sqrt(d_k) / T)."),
-    ]
-    result = _match(weights, exact, mistakes, what="weights", atol=HAND_ATOL)
+    right, mistakes = _temperature_candidates(t)
+    if not _distinct([right] + [m[1] for m in mistakes], 2 * HAND_ATOL):
+        return _incorrect(
+            "bad_temperature",
+            f"At T = {t:g} two different mistakes give the same weights (at T = 0.5, for example, "
+            "the temperature cancels the 1/sqrt(4) scaling), so this check could not tell them "
+            f"apart. Use the exercise's temperature, T = {EXERCISE_TEMPERATURE:g}.",
+        )
+    d_k = examples.load_example("cat_sat").q.shape[-1]
+    listed = [(name, (lambda value=value: value), message) for name, value, message in mistakes]
+    result = _match(weights, right, listed, what="weights", atol=HAND_ATOL)
     return result if result is not None else _correct(
         f"Right: at T = {t:g} the weights are softmax(Q K^T / sqrt({d_k}) / {t:g})."
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-import re
 
 import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
+    _used_library,
     CODE_TOL,
     CheckResult,
     _call_student,
@@ -30,15 +30,68 @@ from helpers.checks._core import (
 # ---------------------------------------------------------------------------
 
 
+_HIDDEN_SEED = 20_240_917  # the seed of the probes a notebook does not show
+
+
+def _softmax_probes():
+    """``(label, x)`` inputs a stable softmax must get right, in the order they are tried.
+
+    The first two are values a student can try; then the overflow probes, each
+    built so that one wrong shift fails on it first: [1000, 1001, 1002] breaks a
+    softmax without a shift, [0, 1000] one that subtracts the row minimum,
+    [0, 2000] one that subtracts the row mean, rows with very different offsets
+    one that subtracts the maximum of the whole array; then hidden random
+    batches and wide rows.
+    """
+    rng = np.random.default_rng(_HIDDEN_SEED)
+    offsets = np.array([[0.0], [1000.0], [-1000.0], [5.0]])
+    probes = [
+        ("small", np.array([1.0, 2.0, 3.0])),
+        ("rows", np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])),
+        ("large", np.array([1000.0, 1001.0, 1002.0])),
+        ("very_negative", np.array([-1000.0, -1001.0])),
+        ("gap_1000", np.array([0.0, 1000.0])),
+        ("gap_2000", np.array([0.0, 2000.0])),
+        ("offset_rows", rng.normal(size=(4, 3)) + offsets),
+        ("batch", rng.normal(scale=30.0, size=(2, 3, 7)) + rng.normal(scale=500.0, size=(2, 3, 1))),
+        ("wide_rows", rng.normal(scale=200.0, size=(3, 700))),
+    ]
+    return probes
+
+
+_STABILITY = {
+    "large": ("no_max_subtraction",
+              "Your softmax breaks on [1000, 1001, 1002] (overflow, NaN or a warning): np.exp(1000) "
+              "is too big for a float. Subtract each row's maximum before np.exp; the result does "
+              "not change, but exp never overflows."),
+    "very_negative": ("no_max_subtraction",
+                      "Your softmax breaks on [-1000, -1001]: every np.exp underflows to 0, and 0 / 0 "
+                      "is NaN. Subtracting each row's maximum makes the largest exponent exp(0) = 1."),
+    "gap_1000": ("subtracted_row_min",
+                 "Your softmax breaks on [0, 1000]: after subtracting the row's minimum, exp(1000) "
+                 "still overflows. Subtract the row's maximum instead, so every exponent is <= 0."),
+    "gap_2000": ("subtracted_row_mean",
+                 "Your softmax breaks on [0, 2000]: after subtracting the row's mean, exp(1000) still "
+                 "overflows. Subtract the row's maximum instead, so every exponent is <= 0."),
+    "offset_rows": ("subtracted_global_max",
+                    "Your softmax breaks on rows with very different sizes (one row near 0, another near "
+                    "1000): subtracting the maximum of the whole array sends the small rows to exp(-1000) "
+                    "= 0 and 0 / 0. Subtract each row's own maximum (axis=-1, keepdims=True)."),
+}
+
+
 @_never_raise
 def check_stable_softmax(fn):
     """Check a student's numerically stable softmax function ``fn(x)``.
 
     ``fn`` is called with one float array and should normalise over the last
-    axis. It is tried on a small row, on a 2-D array (rows), on
-    [1000, 1001, 1002] (overflow without the max subtraction) and on
-    [-1000, -1001] (underflow to 0 / 0). Its warnings are recorded, never
-    shown; its exceptions are caught.
+    axis. It is tried on nine probes (:func:`_softmax_probes`): a small row, a
+    2-D array, [1000, 1001, 1002], [-1000, -1001], [0, 1000], [0, 2000], rows
+    with very different offsets, a hidden random batch of shape (2, 3, 7) with
+    large offsets, and three wide rows of 700 logits spread over hundreds. Its
+    warnings are recorded, never shown; its exceptions are caught. While it
+    runs, the kernels of :mod:`helpers.attention` are replaced by recording
+    stand-ins.
 
     Parameters
     ----------
@@ -48,12 +101,16 @@ def check_stable_softmax(fn):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``raises``, ``wrong_shape``
-        (including results that are not arrays of real numbers),
-        ``not_normalised`` (does not sum to 1), ``wrong_values``,
-        ``wrong_axis`` (2-D input normalised over the columns or the whole
-        array), ``no_max_subtraction`` (overflow, NaN, inf or a warning on the
-        large or very negative inputs).
+        Mistakes recognised: ``not_callable``, ``used_library`` (it called
+        ``helpers.attention.softmax`` or another kernel), ``raises``,
+        ``wrong_shape`` (including results that are not arrays of real
+        numbers), ``wrong_axis`` (2-D input normalised over the columns or the
+        whole array), ``not_normalised``, ``no_max_subtraction`` (breaks on
+        [1000, 1001, 1002] or [-1000, -1001]), ``subtracted_row_min`` (breaks
+        first on [0, 1000]), ``subtracted_row_mean`` (first on [0, 2000]),
+        ``subtracted_global_max`` (first on rows with different offsets),
+        ``unstable`` (breaks on the hidden batch or wide rows),
+        ``wrong_values``.
 
     Examples
     --------
@@ -61,21 +118,40 @@ def check_stable_softmax(fn):
     ...     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     ...     return e / e.sum(axis=-1, keepdims=True)
     >>> print(check_stable_softmax(softmax))
-    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000.
+    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of very different sizes and wide rows.
     >>> check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)).mistake
     'no_max_subtraction'
+    >>> def mean_shift(x):
+    ...     e = np.exp(x - np.mean(x, axis=-1, keepdims=True))
+    ...     return e / e.sum(axis=-1, keepdims=True)
+    >>> check_stable_softmax(mean_shift).mistake
+    'subtracted_row_mean'
+    >>> check_stable_softmax(attention.softmax).mistake
+    'used_library'
     """
     result = _check_callable(fn, "softmax")
     if result is not None:
         return result
-    small = np.array([1.0, 2.0, 3.0])
-    rows = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])
-    for x in (small, rows):
-        call = _call_student(fn, x)
-        if call.error is not None:
-            return _raised(call, "softmax")
-        got = _float_result(call.value)
+    for label, x in _softmax_probes():
         expected = attention.softmax(x)
+        call = _call_student(fn, x)
+        if call.used:
+            return _used_library(call, "softmax")
+        got = None if call.error is not None else _float_result(call.value)
+        breaks = call.warned or (got is not None and got.shape == x.shape and not np.all(np.isfinite(got)))
+        if call.error is not None and not (
+            label not in ("small", "rows") and isinstance(call.error, (FloatingPointError, OverflowError))
+        ):
+            return _raised(call, "softmax")
+        if label in _STABILITY and (call.error is not None or breaks):
+            return _incorrect(*_STABILITY[label])
+        if label in ("batch", "wide_rows") and (call.error is not None or breaks):
+            return _incorrect(
+                "unstable",
+                f"Your softmax breaks (overflow, NaN or a warning) on an input of shape {x.shape} "
+                "with logits in the hundreds. Subtract each row's maximum over the last axis "
+                "(axis=-1, keepdims=True) before np.exp.",
+            )
         if got is None or got.shape != x.shape:
             shape = getattr(got, "shape", None)
             desc = f"shape {shape}" if got is not None else f"a {type(call.value).__name__}"
@@ -86,50 +162,41 @@ def check_stable_softmax(fn):
             )
         if _close(got, expected, CODE_TOL, CODE_TOL):
             continue
-        if x.ndim == 2:
-            for axis, where in ((0, "each column (axis=0)"), (None, "the whole array")):
+        if x.ndim >= 2:
+            for axis, where in ((-2, "each column (axis=0)"), (None, "the whole array")):
                 if _close(got, attention.softmax(x, axis=axis), CODE_TOL, CODE_TOL):
                     return _incorrect(
                         "wrong_axis",
-                        f"On a 2-D input your softmax normalised {where}; normalise each row "
+                        f"On a {x.ndim}-D input your softmax normalised {where}; normalise each row "
                         "over the last axis (axis=-1, keepdims=True).",
                     )
         if np.all(np.isfinite(got)) and not np.allclose(got.sum(axis=-1), 1.0, rtol=0, atol=CODE_TOL):
             return _incorrect(
                 "not_normalised",
-                "Your softmax does not sum to 1 along the last axis: divide the exponentials "
-                "by their sum.",
+                f"On an input of shape {x.shape} your softmax does not sum to 1 along the last axis: "
+                "divide the exponentials by their sum over that axis.",
             )
+        shown = x.tolist() if x.size <= 6 else f"an input of shape {x.shape}"
         return _incorrect(
             "wrong_values",
-            f"Your softmax of {x.tolist()} is not right: it should be exp(x) / sum(exp(x)) "
-            "over the last axis.",
+            f"Your softmax of {shown} is not right: it should be exp(x) / sum(exp(x)) over the last "
+            "axis, after subtracting each row's maximum.",
         )
-    for x in (np.array([1000.0, 1001.0, 1002.0]), np.array([-1000.0, -1001.0])):
-        call = _call_student(fn, x)
-        got = None if call.error is not None else _float_result(call.value)
-        if call.error is not None and not isinstance(call.error, (FloatingPointError, OverflowError)):
-            return _raised(call, "softmax")
-        if got is None or call.warned or got.shape != x.shape or not np.all(np.isfinite(got)):
-            return _incorrect(
-                "no_max_subtraction",
-                f"Your softmax breaks on {x.tolist()} (overflow, NaN or a warning): subtract the "
-                "row's maximum before np.exp; the result does not change, but exp never overflows.",
-            )
-        if not _close(got, attention.softmax(x), CODE_TOL, CODE_TOL):
-            return _incorrect(
-                "wrong_values",
-                f"Your softmax of {x.tolist()} is not right; after subtracting the maximum, "
-                "divide the exponentials by their sum.",
-            )
     return _correct(
-        "Right: your softmax sums to 1 along the last axis and survives logits of ±1000."
+        "Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of "
+        "very different sizes and wide rows."
     )
 
 
 # ---------------------------------------------------------------------------
 # A student's masked attention
 # ---------------------------------------------------------------------------
+
+
+def _whole_matrix_masked(q, k, v, mask):
+    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+    e = np.exp(s - s[mask].max())
+    return e / e.sum() @ v
 
 
 def _masked_cases():
@@ -143,7 +210,18 @@ def _masked_cases():
     causal = attention.causal_mask(n, m)
     empty_row = padding.copy()
     empty_row[1] = False
-    return q, k, v, [("padding", padding), ("causal", causal), ("empty_row", empty_row)]
+    cases = [(name, q, k, v, mask) for name, mask in
+             (("padding", padding), ("causal", causal), ("empty_row", empty_row))]
+    # Hidden probes: other shapes, a wide row of 300 keys, queries of very different sizes.
+    hidden = np.random.default_rng(_HIDDEN_SEED + 1)
+    for n, m, d_k, d_v, spread in ((6, 9, 4, 3, 1.0), (3, 300, 8, 5, 1.0), (5, 7, 2, 4, 8.0)):
+        q = hidden.normal(size=(n, d_k)) * spread
+        q[-1] *= 10.0
+        k, v = hidden.normal(size=(m, d_k)), hidden.normal(size=(m, d_v))
+        mask = hidden.random((n, m)) < 0.7
+        mask[:, 0] = True
+        cases.append(("random", q, k, v, mask))
+    return cases
 
 
 @_never_raise
@@ -154,7 +232,8 @@ def check_masked_attention(fn):
     :func:`helpers.attention.scaled_dot_product_attention`, and the result is
     compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with
     a padding mask, a causal mask and a mask whose row 1 allows no key (this
-    collection expects an all-zero output row there). ``fn`` may return the
+    collection expects an all-zero output row there), then on three hidden
+    random cases (other shapes, 300 keys, queries of very different sizes). ``fn`` may return the
     output or a tuple ``(output, weights)``.
 
     Parameters
@@ -165,28 +244,33 @@ def check_masked_attention(fn):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``raises``, ``wrong_shape``,
-        ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
-        ``unscaled``, ``nan_for_masked_row`` (a fully masked row gives NaN),
+        Mistakes recognised: ``not_callable``, ``used_library``, ``raises``,
+        ``wrong_shape``, ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``, ``nan_for_masked_row`` (a fully masked row gives NaN),
         ``masked_row_not_zero`` (it gives the mean of the values, as with a
         large negative number instead of -inf), ``wrong_values``.
 
     Examples
     --------
     >>> def masked_attention(q, k, v, mask):
-    ...     return attention.scaled_dot_product_attention(q, k, v, mask)[0]
+    ...     s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+    ...     top = np.where(mask.any(axis=-1, keepdims=True), s.max(axis=-1, keepdims=True), 0.0)
+    ...     e = np.exp(s - top)
+    ...     total = e.sum(axis=-1, keepdims=True)
+    ...     return np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v
     >>> print(check_masked_attention(masked_attention))
     ✅ correct: Right: padding and causal masks work, and a row with nothing to attend to gives zeros.
-    >>> check_masked_attention(lambda q, k, v, mask: attention.scaled_dot_product_attention(q, k, v)).mistake
-    'mask_ignored'
+    >>> check_masked_attention(lambda q, k, v, mask: attention.scaled_dot_product_attention(q, k, v, mask)[0]).mistake
+    'used_library'
     """
     result = _check_callable(fn, "masked_attention")
     if result is not None:
         return result
-    q, k, v, cases = _masked_cases()
     sdpa = attention.scaled_dot_product_attention
-    for case, mask in cases:
+    for case, q, k, v, mask in _masked_cases():
         call = _call_student(fn, q, k, v, mask)
+        if call.used:
+            return _used_library(call, "masked_attention")
         if call.error is not None:
             return _raised(call, "masked_attention")
         value = call.value
@@ -212,6 +296,11 @@ def check_masked_attention(fn):
              "keys where the mask is False."),
             ("unscaled", lambda: sdpa(q, k, v, mask, scale=1.0)[0],
              "The masking is right, but you forgot to divide the scores by sqrt(d_k)."),
+            ("divided_by_d_k", lambda: sdpa(q, k, v, mask, scale=1.0 / q.shape[-1])[0],
+             "The masking is right, but you divided the scores by d_k; divide them by sqrt(d_k)."),
+            ("softmax_whole_matrix", lambda: _whole_matrix_masked(q, k, v, mask),
+             "Your softmax normalised all the allowed scores of the matrix together; normalise each "
+             "query's row on its own (axis=-1)."),
         ]
         for name, thunk, message in mistakes:
             value = _compute(thunk)
@@ -252,12 +341,8 @@ SHAPES_CASE = {"n": 3, "m": 5, "d_k": 4, "d_v": 6}
 
 
 def _as_shape(answer):
-    """A tuple of non-negative ints from a tuple, list, array or a string such as "(3, 5)" or "3x5"."""
-    if isinstance(answer, str):
-        if re.search(r"[^\d\s,x×()\[\]]", answer):
-            return None
-        items = [int(t) for t in re.findall(r"\d+", answer)]
-    elif isinstance(answer, np.ndarray):
+    """A tuple of non-negative ints from a tuple, list or array; text is refused (None)."""
+    if isinstance(answer, np.ndarray):
         if answer.ndim != 1 or answer.dtype.kind not in "iuf":
             return None
         items = answer.tolist()
@@ -283,6 +368,12 @@ def _as_shape(answer):
 def _shape_verdict(answer, *, what, expected, mistakes):
     shape = _as_shape(answer)
     if shape is None:
+        if isinstance(answer, str):
+            return _incorrect(
+                "not_a_shape",
+                f"Your shape of {what} is the text {answer.strip()!r}, not a shape. Write a tuple "
+                "of whole numbers without quotes, like the .shape of an array: (2, 7).",
+            )
         return _incorrect(
             "not_a_shape", f"Give the shape of {what} as a tuple of whole numbers, for example (2, 7)."
         )
@@ -309,7 +400,7 @@ def check_definition_shapes(scores, weights=None, out=None):
 
     Parameters
     ----------
-    scores, weights, out : tuple of int (or list, array, or a string such as "(3, 5)")
+    scores, weights, out : tuple of int (or a list or array of them; text such as "3x5" is refused)
 
     Returns
     -------
