@@ -22,6 +22,41 @@ HAND_ATOL = 5e-3
 CODE_TOL = 1e-6
 """Absolute and relative tolerance for the output of a student's function."""
 
+_RECORDING = None
+"""None, or a list to which the comparisons record the right answer and every mistake they
+compute: ``(kind, what, expected, [(mistake, value)], atol, rtol)``. Set by :func:`recording`,
+for the test that the recognised mistakes of each check give pairwise different answers."""
+
+
+class recording:
+    """Context manager: record what each comparison computes (see ``_RECORDING``).
+
+    Examples
+    --------
+    >>> from helpers.checks import check_flops
+    >>> with recording() as seen:
+    ...     _ = check_flops(1.0)
+    >>> [name for name, _ in seen[0][3]][:2]
+    ['multiply_adds_or_one_matmul', 'n_d_swapped']
+    """
+
+    def __enter__(self):
+        global _RECORDING
+        self._previous, _RECORDING = _RECORDING, []
+        return _RECORDING
+
+    def __exit__(self, *exc):
+        global _RECORDING
+        _RECORDING = self._previous
+        return False
+
+
+def record(kind, what, expected, candidates, atol=0.0, rtol=0.0):
+    """Record one comparison when recording (used by checks with their own comparison loop)."""
+    if _RECORDING is not None:
+        _RECORDING.append((kind, what, expected, list(candidates), atol, rtol))
+
+
 _STATUSES = ("correct", "incorrect", "not yet")
 _ICONS = {"correct": "✅", "incorrect": "❌", "not yet": "…"}
 _COLOURS = {"correct": "#1a7f37", "incorrect": "#cf222e", "not yet": "#6e7781"}
@@ -203,6 +238,9 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     arr, result = _as_real_array(answer, what)
     if result is not None:
         return result
+    if _RECORDING is not None:
+        _RECORDING.append(("array", what, expected, [(name, _compute(thunk)) for name, thunk, _ in mistakes],
+                           atol, rtol))
     candidates = []
     for name, thunk, message in mistakes:
         value = _compute(thunk)
@@ -451,6 +489,8 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
     ``mistakes`` is a list of ``(name, value, message)``; a mistake whose value is
     within ``rtol`` of the expected one is skipped (it cannot be told apart).
     """
+    if _RECORDING is not None:
+        _RECORDING.append(("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, rtol))
     value = _as_number(answer)
     if value is None:
         return _not_a_number(answer, what)
@@ -478,7 +518,7 @@ def _parts(parts, *, done, empty):
             missing.append(label)
             continue
         result = verdict(answer)
-        if result is not None:
+        if result is not None and _RECORDING is None:
             return result
         right.append(label)
     if not right:

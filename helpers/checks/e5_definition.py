@@ -10,6 +10,7 @@ import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
+    record,
     _used_library,
     CODE_TOL,
     CheckResult,
@@ -366,6 +367,7 @@ def _as_shape(answer):
 
 
 def _shape_verdict(answer, *, what, expected, mistakes):
+    record("shape", what, expected, [(name, target) for name, target, _ in mistakes])
     shape = _as_shape(answer)
     if shape is None:
         if isinstance(answer, str):
@@ -449,8 +451,7 @@ def check_definition_shapes(scores, weights=None, out=None):
         ("d_k_d_v_swapped", swapped_d[2], f"The output mixes the values, so its width is d_v = {d_v}, not d_k."),
         ("transposed", right[2][::-1], "Transposed: the output has one row per query."),
         ("out_is_weights", right[1], "That is the shape of the weights; the output is weights @ V, (n, d_v)."),
-        ("assumed_square", square_m[2], f"One output per query: n = {n} rows."),
-    ]
+    ]  # the square m x m case gives the output (m, d_v), the same as n_m_swapped, which names it
     parts = [
         ("the scores", scores, functools.partial(
             _shape_verdict, what="the scores", expected=right[0], mistakes=grid_mistakes(0, "the score matrix"))),
