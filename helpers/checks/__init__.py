@@ -54,6 +54,13 @@ check_journey_weights_row    : its attention weights
 check_self_attention         : a student's self-attention forward pass (function or class)
 check_journey_variance_d100  : the variance of q·k at d = 100, before and after scaling
 
+E6 and E7, the advanced notebooks (09 gradients by hand, 10 masks, 11 memory-efficient attention),
+in ``e6_backward``:
+
+check_attention_backward     : a student's backward pass dQ, dK, dV from dO (finite differences)
+check_masked_backward        : the same with a mask; a fully masked row passes back zeros
+check_online_softmax_merge   : merging two partial (max, sum, output) blocks of the online softmax
+
 E5, *Scaled Dot-Product Attention* (the definition page):
 
 check_stable_softmax         : a student's softmax function (the log-sum-exp trick)
@@ -91,6 +98,11 @@ from helpers.checks.e5_definition import (
     check_masked_attention,
     check_definition_shapes,
 )
+from helpers.checks.e6_backward import (
+    check_attention_backward,
+    check_masked_backward,
+    check_online_softmax_merge,
+)
 
 __all__ = [
     "CheckResult",
@@ -111,4 +123,7 @@ __all__ = [
     "check_self_attention",
     "check_journey_variance_d100",
     "check_definition_shapes",
+    "check_attention_backward",
+    "check_masked_backward",
+    "check_online_softmax_merge",
 ]
