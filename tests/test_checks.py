@@ -18,6 +18,9 @@ from hypothesis.extra import numpy as hnp
 from helpers import attention, examples
 from helpers.checks import (
     CheckResult,
+    check_attention_backward,
+    check_masked_backward,
+    check_online_softmax_merge,
     check_attention_entropy,
     check_definition_shapes,
     check_flops,
@@ -1214,7 +1217,14 @@ callables = st.one_of(
 )
 
 
-FUNCTION_CHECKS = (check_stable_softmax, check_masked_attention, check_self_attention)
+FUNCTION_CHECKS = (
+    check_stable_softmax,
+    check_masked_attention,
+    check_self_attention,
+    check_attention_backward,
+    check_masked_backward,
+    check_online_softmax_merge,
+)
 
 
 @settings(deadline=None, max_examples=100)
