@@ -193,7 +193,7 @@ def check_journey_weights_row(row):
     )
 
 
-def _self_attention_cases():
+def _self_attention_cases(seed=None):
     """The journey example, then a seeded case with n = d_out, where more mistakes show."""
     ex = examples.load_example("journey")
     rng = np.random.default_rng(43)
@@ -202,7 +202,7 @@ def _self_attention_cases():
     cases = [("the journey example", (ex.inputs, ex.w_q, ex.w_k, ex.w_v)),
              (f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", square)]
     # Probes the notebook does not show: other shapes, a wide case and inputs of very different sizes.
-    hidden = np.random.default_rng(_HIDDEN_SEED)
+    hidden = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
     for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 1.0), (5, 4, 3, 6.0)):
         x = hidden.normal(size=(n, d_in)) * spread
         x[0] += 20.0 * spread  # one row far from the others: large scores in one row
@@ -230,7 +230,7 @@ def _run_self_attention(fn, x, w_q, w_k, w_v):
 
 
 @_never_raise
-def check_self_attention(fn):
+def check_self_attention(fn, seed=None):
     """Check a student's self-attention forward pass (the "journey" document's SelfAttention).
 
     ``fn`` is a function ``self_attention(x, w_q, w_k, w_v)`` returning the
@@ -248,6 +248,8 @@ def check_self_attention(fn):
     Parameters
     ----------
     fn : callable or class
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
@@ -277,7 +279,7 @@ def check_self_attention(fn):
     if result is not None:
         return result
     sm = attention.softmax
-    for case, (x, w_q, w_k, w_v) in _self_attention_cases():
+    for case, (x, w_q, w_k, w_v) in _self_attention_cases(seed):
         call = _run_self_attention(fn, x, w_q, w_k, w_v)
         if call.used:
             return _used_library(call, "self-attention")

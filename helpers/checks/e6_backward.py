@@ -133,9 +133,9 @@ _BACKWARD_MESSAGES = {
 }
 
 
-def _backward_cases(masked):
+def _backward_cases(masked, seed=None):
     """Random (q, k, v, d_out, mask) probes; the square ones show the transposes."""
-    rng = np.random.default_rng(_HIDDEN_SEED + masked)
+    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + masked)
     cases = []
     for n, m, d_k, d_v, spread in ((3, 3, 4, 2, 1.0), (4, 4, 3, 5, 1.5), (2, 5, 3, 4, 1.0), (5, 3, 2, 3, 2.0)):
         q = rng.normal(size=(n, d_k)) * spread
@@ -165,12 +165,12 @@ def _close3(a, b):
     return all(np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in zip(a, b))
 
 
-def _check_backward(fn, what, masked):
+def _check_backward(fn, what, masked, seed=None):
     result = _check_callable(fn, what)
     if result is not None:
         return result
     names = ("dQ", "dK", "dV")
-    for q, k, v, d_out, mask in _backward_cases(masked):
+    for q, k, v, d_out, mask in _backward_cases(masked, seed):
         args = (q, k, v, d_out) + ((mask,) if masked else ())
         call = _call_student(fn, *args)
         if call.used:
@@ -230,7 +230,7 @@ def _check_backward(fn, what, masked):
 
 
 @_never_raise
-def check_attention_backward(fn):
+def check_attention_backward(fn, seed=None):
     """Check a student's ``attention_backward(q, k, v, d_out) -> (d_q, d_k, d_v)``.
 
     Run on four random cases (two square, n = m, where a missing transpose
@@ -243,6 +243,8 @@ def check_attention_backward(fn):
     fn : callable
         ``fn(q, k, v, d_out)`` with q (n, d_k), k (m, d_k), v (m, d_v),
         d_out (n, d_v), returning the tuple (d_q, d_k, d_v).
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
@@ -267,14 +269,14 @@ def check_attention_backward(fn):
     >>> check_attention_backward(lambda q, k, v, d: attention.attention_backward(q, k, v, d)).mistake
     'used_library'
     """
-    result = _check_backward(fn, "attention_backward", masked=False)
+    result = _check_backward(fn, "attention_backward", masked=False, seed=seed)
     return result if result is not None else _correct(
         "Right: dQ, dK and dV match finite differences on four random shapes."
     )
 
 
 @_never_raise
-def check_masked_backward(fn):
+def check_masked_backward(fn, seed=None):
     """Check a student's ``masked_backward(q, k, v, d_out, mask) -> (d_q, d_k, d_v)``.
 
     ``mask`` is boolean (n, m), True = may attend. Every probe has one query
@@ -285,6 +287,8 @@ def check_masked_backward(fn):
     Parameters
     ----------
     fn : callable
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
@@ -308,7 +312,7 @@ def check_masked_backward(fn):
     >>> print(check_masked_backward(masked_backward))
     ✅ correct: Right: your gradients match finite differences, and a fully masked row passes back zeros.
     """
-    result = _check_backward(fn, "masked_backward", masked=True)
+    result = _check_backward(fn, "masked_backward", masked=True, seed=seed)
     return result if result is not None else _correct(
         "Right: your gradients match finite differences, and a fully masked row passes back zeros."
     )
@@ -367,9 +371,9 @@ _MERGE_MESSAGES = {
 }
 
 
-def _merge_cases():
+def _merge_cases(seed=None):
     """Pairs of block states: rows where either block holds the maximum, large offsets, an empty block."""
-    rng = np.random.default_rng(_HIDDEN_SEED + 7)
+    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 7)
     cases = []
     for n, b_a, b_b, d_v, offset in ((4, 3, 5, 2, 0.0), (6, 8, 2, 3, 0.0), (3, 4, 4, 5, 500.0)):
         s = rng.normal(scale=3.0, size=(n, b_a + b_b)) + offset
@@ -403,7 +407,7 @@ def _same_state(x, y):
 
 
 @_never_raise
-def check_online_softmax_merge(fn):
+def check_online_softmax_merge(fn, seed=None):
     """Check a student's ``merge(m_a, l_a, o_a, m_b, l_b, o_b) -> (m, l, o)`` of the online softmax.
 
     Four pairs of blocks: rows where the older block holds the maximum and rows
@@ -417,6 +421,8 @@ def check_online_softmax_merge(fn):
     fn : callable
         ``fn(m_a, l_a, o_a, m_b, l_b, o_b)`` with m, l of shape (n, 1) and o of
         shape (n, d_v); block a is the older one.
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
@@ -443,7 +449,7 @@ def check_online_softmax_merge(fn):
     result = _check_callable(fn, "merge")
     if result is not None:
         return result
-    for a, b, s, v in _merge_cases():
+    for a, b, s, v in _merge_cases(seed):
         n, d_v = a[2].shape
         call = _call_student(fn, *a, *b)
         if call.used:
