@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+GRADE_VENV  := .venv-grade
+GRADE_STAMP := $(GRADE_VENV)/.installed
 
 # One BLAS thread for the notebooks and the tests: their matrices are small,
 # and on a shared 2-core machine a second BLAS thread that spins while the
@@ -12,7 +14,7 @@ STAMP  := $(VENV)/.installed
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test notebooks slides site bench clean
+.PHONY: help setup web lab test notebooks slides site bench clean grade-venv nbgrader present
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -21,6 +23,8 @@ help:
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
+	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
+	@echo "make present    open the live-lecture walkthrough in JupyterLab with RISE (slides, live kernel)"
 	@echo "make clean      remove .venv and build output"
 
 setup: $(STAMP)
@@ -49,7 +53,7 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(STAMP)
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
-test: $(STAMP) $(VENDOR)
+test: $(STAMP) $(VENDOR) $(GRADE_STAMP)
 	$(THREADS) $(BIN)/python -m pytest
 
 notebooks: $(STAMP)
@@ -72,5 +76,25 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_blockwise.py
 
+# --- homework grading (issue 12): nbgrader in its own environment -------------------------
+grade-venv: $(GRADE_STAMP)
+
+$(GRADE_STAMP): pyproject.toml
+	test -x $(GRADE_VENV)/bin/python || $(PYTHON) -m venv $(GRADE_VENV)
+	$(GRADE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(GRADE_VENV)/bin/python -m pip install --quiet -e ".[grade]"
+	touch $(GRADE_STAMP)
+
+nbgrader: $(STAMP)
+	$(BIN)/python tools/make_nbgrader_course.py
+	@echo "Then: cd build/nbgrader && $(CURDIR)/$(GRADE_VENV)/bin/nbgrader generate_assignment E6-backward"
+
+# --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------
+PRESENT ?= notebooks/07-explorer.ipynb
+
+present: $(STAMP)
+	$(BIN)/python -c 'import jupyterlab_rise' 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[present]"
+	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/rise/$(PRESENT)
+
 clean:
-	rm -rf $(VENV) build test-artifacts *.egg-info
+	rm -rf $(VENV) $(GRADE_VENV) build test-artifacts *.egg-info
