@@ -113,7 +113,7 @@ def check_call(source: str) -> ast.Call:
     return call
 
 
-def test_source(source: str) -> str:
+def grading_source(source: str) -> str:
     """The autograded test cell's source for a check cell's ``check_*(...)`` call."""
     call = check_call(source)
     name = call.func.id
@@ -151,7 +151,7 @@ def course_version(nb):
             _nbgrader(cell, grade_id=f"answer-{cell_id}", solution=True)
         elif previous is not None and previous.cell_type == "code" and "solution" in _tags(previous):
             name = check_call(cell.source).func.id
-            cell.source = test_source(cell.source)
+            cell.source = grading_source(cell.source)
             _nbgrader(cell, grade_id=f"test-{cell_id}", grade=True, locked=True, points=POINTS[name])
         out.append(cell)
     nb.cells = out
