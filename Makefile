@@ -4,6 +4,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+GRADE_VENV  := .venv-grade
+GRADE_STAMP := $(GRADE_VENV)/.installed
 
 # Each target installs the extras it needs (pyproject.toml) into .venv, once:
 # the runtime alone is numpy, matplotlib, ipywidgets, pillow and ipykernel.
@@ -18,7 +20,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean
+.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean grade-venv nbgrader present
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -29,6 +31,8 @@ help:
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
+	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
+	@echo "make present    open the live-lecture walkthrough in JupyterLab with RISE (slides, live kernel)"
 	@echo "make clean      remove .venv and build output"
 
 setup: $(STAMP)
@@ -59,7 +63,7 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(VENV)/.installed-lab
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
-test: $(VENV)/.installed-test $(VENDOR)
+test: $(VENV)/.installed-test $(VENV)/.installed-present $(VENDOR) $(GRADE_STAMP)
 	$(THREADS) $(BIN)/python -m pytest
 
 # Every declared floor, tested: a fresh build/floors/.venv on the oldest Python that
@@ -93,5 +97,24 @@ bench: $(VENV)/.installed-bench
 induction-model: $(VENV)/.installed-bench
 	$(THREADS) $(BIN)/python -m helpers.transformer
 
+# --- homework grading (issue 12): nbgrader in its own environment -------------------------
+grade-venv: $(GRADE_STAMP)
+
+$(GRADE_STAMP): pyproject.toml
+	test -x $(GRADE_VENV)/bin/python || $(PYTHON) -m venv $(GRADE_VENV)
+	$(GRADE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(GRADE_VENV)/bin/python -m pip install --quiet -e ".[grade]"
+	touch $(GRADE_STAMP)
+
+nbgrader: $(VENV)/.installed-publish
+	$(BIN)/python tools/make_nbgrader_course.py
+	@echo "Then: cd build/nbgrader && $(CURDIR)/$(GRADE_VENV)/bin/nbgrader generate_assignment E6-backward"
+
+# --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------
+PRESENT ?= notebooks/07-explorer.ipynb
+
+present: $(VENV)/.installed-lab $(VENV)/.installed-present
+	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/rise/$(PRESENT)
+
 clean:
-	rm -rf $(VENV) build test-artifacts *.egg-info
+	rm -rf $(VENV) $(GRADE_VENV) build test-artifacts *.egg-info

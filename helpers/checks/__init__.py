@@ -1,0 +1,129 @@
+"""Self-checks for the homework exercises: "correct", or a specific hint.
+
+Each ``check_*`` function takes a student's answer (an array, a number or a
+function) and returns a :class:`CheckResult`. Common mistakes are recognised
+*by computing them*: the check builds the answer each mistake would give with
+:mod:`helpers.attention` and compares the student's answer with it, so a hint
+such as "you scaled by 1/sqrt(d_k)" is only given when the numbers say so.
+
+The checks never raise on a student's answer: any Python object (a string, a
+ragged list, NaN, a dict, a function that raises or returns garbage) gives a
+:class:`CheckResult`. ``None`` or an empty answer gives "not yet".
+Only ``KeyboardInterrupt`` and ``SystemExit`` (and other ``BaseException``
+subclasses that are not ``Exception``) pass through. A student function that
+never returns cannot be stopped by a check.
+
+Tolerances: hand answers (arrays a student may write with two decimals) are
+compared with ``atol = 5e-3``; entropies with ``atol = 1e-3``; student
+functions (softmax, masked attention, self-attention) with ``atol = rtol =
+1e-6``; variances and stds that may come from a simulation with ``rtol = 3 %``
+(10 % for the "journey" document's dimension-100 printout), initialisation
+stds with ``rtol = 1 %``. When an answer matches several computed mistakes,
+the first one in the order listed in each check's docstring is reported.
+
+Checks, by exercise notebook (``exercises/solutions/``), one module each
+-----------------------------------------------------------------------
+The answer-parsing core (the result type, reading numbers, arrays and shapes,
+running a student's function with the library kernels replaced) is
+:mod:`helpers.checks._core`. A lecturer who adds an exercise notebook adds a
+module here, ``eN_<name>.py``, and lists its checks below and in ``__all__``.
+
+E1, *Section 5.2: Dot-Product Attention — The Core Mechanism* (its five exercises):
+
+check_section_5_2_exercise_1 : exercise 1, unscaled attention by hand
+check_section_5_2_exercise_2 : exercise 2, the "cat sat mat" weights to draw
+check_flops                  : exercise 3, FLOPs for n = 1000, d = 512
+check_section_5_2_exercise_4 : exercise 4, scores with W^Q = W^K, and who scores itself highest
+check_attention_entropy      : exercise 5, the entropy of each row of weights
+
+E2, *Day 43 - Scaled Dot-Product Attention Deep Dive* ("I am happy"):
+
+check_i_am_happy_weights     : the exact 3x3 weights (scaled, d_k = 3)
+check_i_am_happy_context     : the exact Step 6 context vectors
+
+E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat"):
+
+check_temperature_prediction : the "cat sat" weights at a given temperature
+check_why_scale_512          : the variance and std of q·k at d_k = 512, and after scaling
+check_init_std               : the std of the document's initialisation (He) and Xavier's
+
+E4, *The Engine of Transformers: Building Scaled Dot-Product Attention* ("journey"):
+
+check_journey_scores_row     : the unscaled scores of the query "journey"
+check_journey_weights_row    : its attention weights
+check_self_attention         : a student's self-attention forward pass (function or class)
+check_journey_variance_d100  : the variance of q·k at d = 100, before and after scaling
+
+E6 and E7, the advanced notebooks (09 gradients by hand, 10 masks, 11 memory-efficient attention),
+in ``e6_backward``:
+
+check_attention_backward     : a student's backward pass dQ, dK, dV from dO (finite differences)
+check_masked_backward        : the same with a mask; a fully masked row passes back zeros
+check_online_softmax_merge   : merging two partial (max, sum, output) blocks of the online softmax
+
+E5, *Scaled Dot-Product Attention* (the definition page):
+
+check_stable_softmax         : a student's softmax function (the log-sum-exp trick)
+check_masked_attention       : a student's masked_attention(q, k, v, mask) function
+check_definition_shapes      : the shapes for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6
+"""
+
+from __future__ import annotations
+
+from helpers.checks._core import CODE_TOL, HAND_ATOL, CheckResult
+from helpers.checks.e1_section_5_2 import (
+    check_section_5_2_exercise_1,
+    check_flops,
+    check_section_5_2_exercise_2,
+    check_section_5_2_exercise_4,
+    check_attention_entropy,
+)
+from helpers.checks.e2_i_am_happy import (
+    check_i_am_happy_weights,
+    check_i_am_happy_context,
+)
+from helpers.checks.e3_cat_sat import (
+    check_temperature_prediction,
+    check_why_scale_512,
+    check_init_std,
+)
+from helpers.checks.e4_journey import (
+    check_journey_scores_row,
+    check_journey_weights_row,
+    check_self_attention,
+    check_journey_variance_d100,
+)
+from helpers.checks.e5_definition import (
+    check_stable_softmax,
+    check_masked_attention,
+    check_definition_shapes,
+)
+from helpers.checks.e6_backward import (
+    check_attention_backward,
+    check_masked_backward,
+    check_online_softmax_merge,
+)
+
+__all__ = [
+    "CheckResult",
+    "check_section_5_2_exercise_1",
+    "check_i_am_happy_weights",
+    "check_stable_softmax",
+    "check_masked_attention",
+    "check_flops",
+    "check_temperature_prediction",
+    "check_section_5_2_exercise_2",
+    "check_section_5_2_exercise_4",
+    "check_attention_entropy",
+    "check_i_am_happy_context",
+    "check_why_scale_512",
+    "check_init_std",
+    "check_journey_scores_row",
+    "check_journey_weights_row",
+    "check_self_attention",
+    "check_journey_variance_d100",
+    "check_definition_shapes",
+    "check_attention_backward",
+    "check_masked_backward",
+    "check_online_softmax_merge",
+]

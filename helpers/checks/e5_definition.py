@@ -1,0 +1,471 @@
+"""Checks of E5, *Scaled Dot-Product Attention* (the definition page)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from helpers import attention, examples
+from helpers.checks._core import (
+    record,
+    _used_library,
+    CODE_TOL,
+    CheckResult,
+    _call_student,
+    _check_callable,
+    _close,
+    _compute,
+    _correct,
+    _float_result,
+    _incorrect,
+    _never_raise,
+    _parts,
+    _raised,
+)
+
+# ---------------------------------------------------------------------------
+# A student's softmax
+# ---------------------------------------------------------------------------
+
+
+_HIDDEN_SEED = 20_240_917  # the seed of the probes a notebook does not show
+
+
+def _softmax_probes(seed=None):
+    """``(label, x)`` inputs a stable softmax must get right, in the order they are tried.
+
+    The first two are values a student can try; then the overflow probes, each
+    built so that one wrong shift fails on it first: [1000, 1001, 1002] breaks a
+    softmax without a shift, [0, 1000] one that subtracts the row minimum,
+    [0, 2000] one that subtracts the row mean, rows with very different offsets
+    one that subtracts the maximum of the whole array; then hidden random
+    batches and wide rows.
+    """
+    rng = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
+    offsets = np.array([[0.0], [1000.0], [-1000.0], [5.0]])
+    probes = [
+        ("small", np.array([1.0, 2.0, 3.0])),
+        ("rows", np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])),
+        ("large", np.array([1000.0, 1001.0, 1002.0])),
+        ("very_negative", np.array([-1000.0, -1001.0])),
+        ("gap_1000", np.array([0.0, 1000.0])),
+        ("gap_2000", np.array([0.0, 2000.0])),
+        ("offset_rows", rng.normal(size=(4, 3)) + offsets),
+        ("batch", rng.normal(scale=30.0, size=(2, 3, 7)) + rng.normal(scale=500.0, size=(2, 3, 1))),
+        ("wide_rows", rng.normal(scale=200.0, size=(3, 700))),
+    ]
+    return probes
+
+
+_STABILITY = {
+    "large": ("no_max_subtraction",
+              "Your softmax breaks on [1000, 1001, 1002] (overflow, NaN or a warning): np.exp(1000) "
+              "is too big for a float. Subtract each row's maximum before np.exp; the result does "
+              "not change, but exp never overflows."),
+    "very_negative": ("no_max_subtraction",
+                      "Your softmax breaks on [-1000, -1001]: every np.exp underflows to 0, and 0 / 0 "
+                      "is NaN. Subtracting each row's maximum makes the largest exponent exp(0) = 1."),
+    "gap_1000": ("subtracted_row_min",
+                 "Your softmax breaks on [0, 1000]: after subtracting the row's minimum, exp(1000) "
+                 "still overflows. Subtract the row's maximum instead, so every exponent is <= 0."),
+    "gap_2000": ("subtracted_row_mean",
+                 "Your softmax breaks on [0, 2000]: after subtracting the row's mean, exp(1000) still "
+                 "overflows. Subtract the row's maximum instead, so every exponent is <= 0."),
+    "offset_rows": ("subtracted_global_max",
+                    "Your softmax breaks on rows with very different sizes (one row near 0, another near "
+                    "1000): subtracting the maximum of the whole array sends the small rows to exp(-1000) "
+                    "= 0 and 0 / 0. Subtract each row's own maximum (axis=-1, keepdims=True)."),
+}
+
+
+@_never_raise
+def check_stable_softmax(fn, seed=None):
+    """Check a student's numerically stable softmax function ``fn(x)``.
+
+    ``fn`` is called with one float array and should normalise over the last
+    axis. It is tried on nine probes (:func:`_softmax_probes`): a small row, a
+    2-D array, [1000, 1001, 1002], [-1000, -1001], [0, 1000], [0, 2000], rows
+    with very different offsets, a hidden random batch of shape (2, 3, 7) with
+    large offsets, and three wide rows of 700 logits spread over hundreds. Its
+    warnings are recorded, never shown; its exceptions are caught. While it
+    runs, the kernels of :mod:`helpers.attention` are replaced by recording
+    stand-ins.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's softmax.
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``not_callable``, ``used_library`` (it called
+        ``helpers.attention.softmax`` or another kernel), ``raises``,
+        ``wrong_shape`` (including results that are not arrays of real
+        numbers), ``wrong_axis`` (2-D input normalised over the columns or the
+        whole array), ``not_normalised``, ``no_max_subtraction`` (breaks on
+        [1000, 1001, 1002] or [-1000, -1001]), ``subtracted_row_min`` (breaks
+        first on [0, 1000]), ``subtracted_row_mean`` (first on [0, 2000]),
+        ``subtracted_global_max`` (first on rows with different offsets),
+        ``unstable`` (breaks on the hidden batch or wide rows),
+        ``wrong_values``.
+
+    Examples
+    --------
+    >>> def softmax(x):
+    ...     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    ...     return e / e.sum(axis=-1, keepdims=True)
+    >>> print(check_stable_softmax(softmax))
+    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of very different sizes and wide rows.
+    >>> check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)).mistake
+    'no_max_subtraction'
+    >>> def mean_shift(x):
+    ...     e = np.exp(x - np.mean(x, axis=-1, keepdims=True))
+    ...     return e / e.sum(axis=-1, keepdims=True)
+    >>> check_stable_softmax(mean_shift).mistake
+    'subtracted_row_mean'
+    >>> check_stable_softmax(attention.softmax).mistake
+    'used_library'
+    """
+    result = _check_callable(fn, "softmax")
+    if result is not None:
+        return result
+    for label, x in _softmax_probes(seed):
+        expected = attention.softmax(x)
+        call = _call_student(fn, x)
+        if call.used:
+            return _used_library(call, "softmax")
+        got = None if call.error is not None else _float_result(call.value)
+        breaks = call.warned or (got is not None and got.shape == x.shape and not np.all(np.isfinite(got)))
+        if call.error is not None and not (
+            label not in ("small", "rows") and isinstance(call.error, (FloatingPointError, OverflowError))
+        ):
+            return _raised(call, "softmax")
+        if label in _STABILITY and (call.error is not None or breaks):
+            return _incorrect(*_STABILITY[label])
+        if label in ("batch", "wide_rows") and (call.error is not None or breaks):
+            return _incorrect(
+                "unstable",
+                f"Your softmax breaks (overflow, NaN or a warning) on an input of shape {x.shape} "
+                "with logits in the hundreds. Subtract each row's maximum over the last axis "
+                "(axis=-1, keepdims=True) before np.exp.",
+            )
+        if got is None or got.shape != x.shape:
+            shape = getattr(got, "shape", None)
+            desc = f"shape {shape}" if got is not None else f"a {type(call.value).__name__}"
+            return _incorrect(
+                "wrong_shape",
+                f"For an input of shape {x.shape} your softmax returned {desc}; it should return "
+                "an array of numbers of the same shape.",
+            )
+        if _close(got, expected, CODE_TOL, CODE_TOL):
+            continue
+        if x.ndim >= 2:
+            for axis, where in ((-2, "each column (axis=0)"), (None, "the whole array")):
+                if _close(got, attention.softmax(x, axis=axis), CODE_TOL, CODE_TOL):
+                    return _incorrect(
+                        "wrong_axis",
+                        f"On a {x.ndim}-D input your softmax normalised {where}; normalise each row "
+                        "over the last axis (axis=-1, keepdims=True).",
+                    )
+        if np.all(np.isfinite(got)) and not np.allclose(got.sum(axis=-1), 1.0, rtol=0, atol=CODE_TOL):
+            return _incorrect(
+                "not_normalised",
+                f"On an input of shape {x.shape} your softmax does not sum to 1 along the last axis: "
+                "divide the exponentials by their sum over that axis.",
+            )
+        shown = x.tolist() if x.size <= 6 else f"an input of shape {x.shape}"
+        return _incorrect(
+            "wrong_values",
+            f"Your softmax of {shown} is not right: it should be exp(x) / sum(exp(x)) over the last "
+            "axis, after subtracting each row's maximum.",
+        )
+    return _correct(
+        "Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of "
+        "very different sizes and wide rows."
+    )
+
+
+# ---------------------------------------------------------------------------
+# A student's masked attention
+# ---------------------------------------------------------------------------
+
+
+def _whole_matrix_masked(q, k, v, mask):
+    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+    e = np.exp(s - s[mask].max())
+    return e / e.sum() @ v
+
+
+def _masked_cases(seed=None):
+    """Seeded q, k, v and three masks: padding, causal, and one with an empty row."""
+    rng = np.random.default_rng(52)
+    n, m, d_k, d_v = 4, 5, 3, 2
+    q = rng.normal(size=(n, d_k))
+    k = rng.normal(size=(m, d_k))
+    v = rng.normal(size=(m, d_v))
+    padding = np.broadcast_to(attention.padding_mask(3, m)[0], (n, m)).copy()
+    causal = attention.causal_mask(n, m)
+    empty_row = padding.copy()
+    empty_row[1] = False
+    cases = [(name, q, k, v, mask) for name, mask in
+             (("padding", padding), ("causal", causal), ("empty_row", empty_row))]
+    # Hidden probes: other shapes, a wide row of 300 keys, queries of very different sizes.
+    hidden = np.random.default_rng(_HIDDEN_SEED + 1 if seed is None else seed)
+    for n, m, d_k, d_v, spread in ((6, 9, 4, 3, 1.0), (3, 300, 8, 5, 1.0), (5, 7, 2, 4, 8.0)):
+        q = hidden.normal(size=(n, d_k)) * spread
+        q[-1] *= 10.0
+        k, v = hidden.normal(size=(m, d_k)), hidden.normal(size=(m, d_v))
+        mask = hidden.random((n, m)) < 0.7
+        mask[:, 0] = True
+        cases.append(("random", q, k, v, mask))
+    return cases
+
+
+@_never_raise
+def check_masked_attention(fn, seed=None):
+    """Check a student's ``masked_attention(q, k, v, mask)``.
+
+    ``mask`` is boolean with True = "may attend", as in
+    :func:`helpers.attention.scaled_dot_product_attention`, and the result is
+    compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with
+    a padding mask, a causal mask and a mask whose row 1 allows no key (this
+    collection expects an all-zero output row there), then on three hidden
+    random cases (other shapes, 300 keys, queries of very different sizes). ``fn`` may return the
+    output or a tuple ``(output, weights)``.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function.
+    seed : int, optional
+        The seed of the hidden random probes (graders use other seeds for hidden tests).
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``not_callable``, ``used_library``, ``raises``,
+        ``wrong_shape``, ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``, ``nan_for_masked_row`` (a fully masked row gives NaN),
+        ``masked_row_not_zero`` (it gives the mean of the values, as with a
+        large negative number instead of -inf), ``wrong_values``.
+
+    Examples
+    --------
+    >>> def masked_attention(q, k, v, mask):
+    ...     s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+    ...     top = np.where(mask.any(axis=-1, keepdims=True), s.max(axis=-1, keepdims=True), 0.0)
+    ...     e = np.exp(s - top)
+    ...     total = e.sum(axis=-1, keepdims=True)
+    ...     return np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v
+    >>> print(check_masked_attention(masked_attention))
+    ✅ correct: Right: padding and causal masks work, and a row with nothing to attend to gives zeros.
+    >>> check_masked_attention(lambda q, k, v, mask: attention.scaled_dot_product_attention(q, k, v, mask)[0]).mistake
+    'used_library'
+    """
+    result = _check_callable(fn, "masked_attention")
+    if result is not None:
+        return result
+    sdpa = attention.scaled_dot_product_attention
+    for case, q, k, v, mask in _masked_cases(seed):
+        call = _call_student(fn, q, k, v, mask)
+        if call.used:
+            return _used_library(call, "masked_attention")
+        if call.error is not None:
+            return _raised(call, "masked_attention")
+        value = call.value
+        if isinstance(value, tuple) and len(value) == 2:
+            value = value[0]
+        got = _float_result(value)
+        expected = sdpa(q, k, v, mask)[0]
+        if got is None or got.shape != expected.shape:
+            desc = f"shape {got.shape}" if got is not None else f"a {type(value).__name__}"
+            return _incorrect(
+                "wrong_shape",
+                f"For q {q.shape}, k {k.shape}, v {v.shape} your function returned {desc}; "
+                f"the output should have shape {expected.shape} (n, d_v).",
+            )
+        if _close(got, expected, CODE_TOL, CODE_TOL):
+            continue
+        mistakes = [
+            ("mask_ignored", lambda: sdpa(q, k, v)[0],
+             "Your output does not depend on the mask: set the scores of masked keys to -inf "
+             "(or drop them) before the softmax."),
+            ("mask_inverted", lambda: sdpa(q, k, v, ~mask)[0],
+             "Your mask works the wrong way round: here True means 'may attend', so block the "
+             "keys where the mask is False."),
+            ("unscaled", lambda: sdpa(q, k, v, mask, scale=1.0)[0],
+             "The masking is right, but you forgot to divide the scores by sqrt(d_k)."),
+            ("divided_by_d_k", lambda: sdpa(q, k, v, mask, scale=1.0 / q.shape[-1])[0],
+             "The masking is right, but you divided the scores by d_k; divide them by sqrt(d_k)."),
+            ("softmax_whole_matrix", lambda: _whole_matrix_masked(q, k, v, mask),
+             "Your softmax normalised all the allowed scores of the matrix together; normalise each "
+             "query's row on its own (axis=-1)."),
+        ]
+        for name, thunk, message in mistakes:
+            value = _compute(thunk)
+            if not _close(value, expected, CODE_TOL, CODE_TOL) and _close(got, value, CODE_TOL, CODE_TOL):
+                return _incorrect(name, message)
+        empty = ~mask.any(axis=-1)
+        if empty.any():
+            rest_ok = _close(got[~empty], expected[~empty], CODE_TOL, CODE_TOL)
+            if rest_ok and np.all(np.isnan(got[empty])):
+                return _incorrect(
+                    "nan_for_masked_row",
+                    "A query row with no allowed key gives NaN (softmax of all -inf); this "
+                    "collection expects an all-zero output row there.",
+                )
+            mean_v = np.broadcast_to(v.mean(axis=0), got[empty].shape)
+            if rest_ok and _close(got[empty], mean_v, CODE_TOL, CODE_TOL):
+                return _incorrect(
+                    "masked_row_not_zero",
+                    "A query row with no allowed key gives the mean of the values (a large "
+                    "negative number instead of -inf); this collection expects an all-zero row.",
+                )
+        return _incorrect(
+            "wrong_values",
+            f"Your output with the {case.replace('_', ' ')} mask is not right: softmax(q k^T / "
+            "sqrt(d_k)) with the masked scores set to -inf, then times v.",
+        )
+    return _correct(
+        "Right: padding and causal masks work, and a row with nothing to attend to gives zeros."
+    )
+
+
+# ---------------------------------------------------------------------------
+# The definition page: shapes with n queries and m keys
+# ---------------------------------------------------------------------------
+
+SHAPES_CASE = {"n": 3, "m": 5, "d_k": 4, "d_v": 6}
+"""The sizes of the shapes exercise: n queries, m keys, key width d_k, value width d_v."""
+
+
+def _as_shape(answer):
+    """A tuple of non-negative ints from a tuple, list or array; text is refused (None)."""
+    if isinstance(answer, np.ndarray):
+        if answer.ndim != 1 or answer.dtype.kind not in "iuf":
+            return None
+        items = answer.tolist()
+    elif isinstance(answer, (tuple, list)):
+        items = list(answer)
+    else:
+        return None
+    shape = []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)):
+            return None
+        if isinstance(item, numbers.Integral):
+            shape.append(int(item))
+        elif isinstance(item, numbers.Real) and math.isfinite(item) and float(item).is_integer():
+            shape.append(int(item))
+        else:
+            return None
+        if shape[-1] < 0:
+            return None
+    return tuple(shape) if shape else None
+
+
+def _shape_verdict(answer, *, what, expected, mistakes):
+    record("shape", what, expected, [(name, target) for name, target, _ in mistakes])
+    shape = _as_shape(answer)
+    if shape is None:
+        if isinstance(answer, str):
+            return _incorrect(
+                "not_a_shape",
+                f"Your shape of {what} is the text {answer.strip()!r}, not a shape. Write a tuple "
+                "of whole numbers without quotes, like the .shape of an array: (2, 7).",
+            )
+        return _incorrect(
+            "not_a_shape", f"Give the shape of {what} as a tuple of whole numbers, for example (2, 7)."
+        )
+    if shape == expected:
+        return None
+    for name, target, message in mistakes:
+        if target != expected and shape == target:
+            return _incorrect(name, message)
+    return _incorrect(
+        "wrong_shape",
+        f"{shape} is not the shape of {what}: one row per query, one column per "
+        + ("key." if what != "the output" else "value dimension."),
+    )
+
+
+@_never_raise
+def check_definition_shapes(scores, weights=None, out=None):
+    """Check the shapes of the definition page's attention for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6.
+
+    The expected shapes are computed by running
+    :func:`helpers.attention.scaled_dot_product_attention` on arrays of those
+    sizes (scores and weights (n, m) = (3, 5), output (n, d_v) = (3, 6)), and
+    each recognised mistake by running it on the sizes the mistake swaps.
+
+    Parameters
+    ----------
+    scores, weights, out : tuple of int (or a list or array of them; text such as "3x5" is refused)
+
+    Returns
+    -------
+    CheckResult
+        Mistakes recognised: ``n_m_swapped`` (queries and keys exchanged: (5, 3),
+        which is also the transposed score matrix, and an output (5, 6)),
+        ``d_k_d_v_swapped`` (an output (3, 4)), ``assumed_square`` (n x n or
+        m x m, as in self-attention), ``used_d_k`` (scores (n, d_k)),
+        ``transposed`` (output (d_v, n)), ``out_is_weights`` (output (n, m)),
+        ``not_a_shape``, ``wrong_shape``. Missing parts give "not yet" once
+        the given ones are right.
+
+    Examples
+    --------
+    >>> print(check_definition_shapes((3, 5), (3, 5), (3, 6)))
+    ✅ correct: Right: scores and weights are (n, m) = (3, 5), the output is (n, d_v) = (3, 6).
+    >>> check_definition_shapes((5, 3), (5, 3), (5, 6)).mistake
+    'n_m_swapped'
+    """
+    n, m, d_k, d_v = (SHAPES_CASE[key] for key in ("n", "m", "d_k", "d_v"))
+
+    def run(n_q, n_k, width_k, width_v):
+        q, k, v = np.zeros((n_q, width_k)), np.zeros((n_k, width_k)), np.zeros((n_k, width_v))
+        out_, weights_ = attention.scaled_dot_product_attention(q, k, v)
+        return attention.attention_scores(q, k).shape, weights_.shape, out_.shape
+
+    right = run(n, m, d_k, d_v)
+    swapped_nm = run(m, n, d_k, d_v)
+    swapped_d = run(n, m, d_v, d_k)
+    square_n, square_m = run(n, n, d_k, d_v), run(m, m, d_k, d_v)
+
+    def grid_mistakes(index, what):
+        return [
+            ("n_m_swapped", swapped_nm[index], f"You swapped queries and keys: {what} has one row per "
+             f"query (n = {n}) and one column per key (m = {m})."),
+            ("assumed_square", square_n[index], f"That would be self-attention (n = m); here n = {n} "
+             f"queries attend to m = {m} keys, so {what} is n x m."),
+            ("assumed_square", square_m[index], f"That would be self-attention (n = m); here n = {n} "
+             f"queries attend to m = {m} keys, so {what} is n x m."),
+            ("used_d_k", (n, d_k), f"d_k is summed away by the dot products; {what} has one entry "
+             "per query-key pair."),
+        ]  # a transposed (m, n) is the same shape as n_m_swapped, which names it
+
+    out_mistakes = [
+        ("n_m_swapped", swapped_nm[2], f"One output per query, not per key: n = {n} rows."),
+        ("d_k_d_v_swapped", swapped_d[2], f"The output mixes the values, so its width is d_v = {d_v}, not d_k."),
+        ("transposed", right[2][::-1], "Transposed: the output has one row per query."),
+        ("out_is_weights", right[1], "That is the shape of the weights; the output is weights @ V, (n, d_v)."),
+    ]  # the square m x m case gives the output (m, d_v), the same as n_m_swapped, which names it
+    parts = [
+        ("the scores", scores, functools.partial(
+            _shape_verdict, what="the scores", expected=right[0], mistakes=grid_mistakes(0, "the score matrix"))),
+        ("the weights", weights, functools.partial(
+            _shape_verdict, what="the weights", expected=right[1], mistakes=grid_mistakes(1, "the weights matrix"))),
+        ("the output", out, functools.partial(
+            _shape_verdict, what="the output", expected=right[2], mistakes=out_mistakes)),
+    ]
+    return _parts(
+        parts,
+        done=f"Right: scores and weights are (n, m) = {right[0]}, the output is (n, d_v) = {right[2]}.",
+        empty="No answer yet: the shapes of the scores, the weights and the output.",
+    )

@@ -1,0 +1,120 @@
+"""Live lecture mode: a walkthrough in RISE (jupyterlab-rise), in headless Chromium.
+
+A throw-away JupyterLab serves a small dedicated notebook (written here, so that the
+rewrites of the walkthroughs do not move its slides): a title slide and an explorer
+slide whose code cell builds :class:`helpers.widgets.AttentionExplorer`. The test
+opens it at ``/rise/<notebook>`` (the presenter of jupyterlab-rise), goes to the
+explorer slide with the keyboard, runs the cell on the live kernel (Shift+Enter),
+moves the temperature slider with the arrow keys and checks that the heatmap image
+changed. Every request the page makes must stay on the loopback server.
+
+Known limitation: jupyterlab-rise 0.43.1's presenter bundles JupyterLab core 4.3.4,
+and the ipywidgets manager of jupyterlab_widgets 3.0.17 needs core 4.6, so in the
+presenter the explorer renders as text. The slider step is marked xfail (strict: it
+fails the suite the day it passes, so the mark is removed then).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from browser_support import CHROMIUM_ARGS, JupyterLab, chromium_path, unavailable
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+TIMEOUT_MS = 120_000
+NOTEBOOK = "rise-explorer.ipynb"
+CODE = 'from helpers.widgets import AttentionExplorer\n\nexplorer = AttentionExplorer("i_am_happy")\nexplorer'
+
+pytestmark = pytest.mark.browser
+
+
+def _fixture_notebook(path):
+    cells = [
+        new_markdown_cell("# Live lecture: the attention explorer"),
+        new_markdown_cell("## The explorer\n\nPredict, then move the temperature slider."),
+        new_code_cell(CODE),
+    ]
+    for cell, kind in zip(cells, ("slide", "slide", "-")):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    nb = new_notebook(cells=cells)
+    # "white" uses reveal.js's bundled fonts; "simple" (the default) asks Google Fonts.
+    nb.metadata["rise"] = {"theme": "white", "transition": "none"}
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def rise_page(tmp_path_factory):
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    pytest.importorskip("jupyterlab_rise", reason="jupyterlab-rise is not installed (the 'present' extra)")
+    from playwright import sync_api
+
+    root = tmp_path_factory.mktemp("rise-root")
+    _fixture_notebook(root / NOTEBOOK)
+    server = JupyterLab(root, tmp_path_factory.mktemp("rise-home"))
+    try:
+        server.start(timeout=120)
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(TIMEOUT_MS)
+                page.requests = []
+                page.on("request", lambda r: page.requests.append(r.url))
+                page.server = server
+                yield page
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(server.log_path, ARTIFACTS / "jupyter-server-rise.log")
+
+
+def _present_slide(page):
+    return page.evaluate("() => document.querySelector('.reveal .slides section.present')?.innerText || ''")
+
+
+def test_rise_runs_the_explorer_slide_on_a_live_kernel_offline(rise_page):
+    page = rise_page
+    page.goto(page.server.url(f"/rise/{NOTEBOOK}"))
+    page.wait_for_selector(".reveal.ready")
+    assert "live lecture" in _present_slide(page).lower()
+    page.wait_for_timeout(2000)  # the kernel connects after the deck is drawn
+    page.keyboard.press("ArrowRight")  # to the explorer slide
+    page.wait_for_function("() => /The explorer/i.test(document.querySelector('.reveal .slides section.present')?.innerText || '')")
+    page.locator(".jp-CodeCell .cm-content").first.click()
+    page.keyboard.press("Shift+Enter")  # run the cell on the slide
+    # The live kernel answered: the cell has an execution count and an output.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => /\\[1\\]/.test(p.innerText))")
+    page.wait_for_selector(".jp-CodeCell .jp-OutputArea-output")
+    outside = [u for u in page.requests
+               if not u.startswith(page.server.base_url) and not u.startswith(("data:", "blob:"))]
+    assert not outside, f"requests that left the loopback server: {outside[:5]}"
+
+
+@pytest.mark.xfail(strict=True, reason="jupyterlab-rise 0.43.1 bundles JupyterLab core 4.3; the ipywidgets "
+                   "manager (jupyterlab_widgets 3.0.17) needs 4.6, so widgets render as text in the presenter")
+def test_rise_temperature_slider_changes_the_picture(rise_page):
+    page = rise_page
+    image = page.locator("img.attention-explorer-image").first
+    image.wait_for(timeout=20_000)
+    before = image.get_attribute("src")
+    handle = page.locator(".attention-explorer-temperature .noUi-handle").first
+    handle.focus()
+    for _ in range(3):
+        handle.press("ArrowRight")
+    page.wait_for_function("(old) => document.querySelector('img.attention-explorer-image').src !== old",
+                           arg=before, timeout=20_000)
+    assert "the explorer" in _present_slide(page).lower(), "the arrow keys moved the deck instead of the slider"
+    assert image.get_attribute("src") != before
