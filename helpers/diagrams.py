@@ -694,41 +694,79 @@ def _value_text(value):
     return "[" + ", ".join(_format(float(x), 2) for x in value) + "]"
 
 
-def _lookup_layout(keys, values, results):
-    """x positions (data units, about 1.1 inch each) of the lookup picture's columns."""
-    char = 0.075  # width of a character at 10 points, in data units
-    query_x = 0.3
-    key_x = 2.3
-    value_x = key_x + 0.45 + char * max(len(k) for k in keys) / 2
-    value_end = value_x + char * max(len(_value_text(v)) for v in values)
-    out_x = value_end + 1.3
-    right = out_x + char * max(len(r) for r in results) + 0.3
-    return dict(query=query_x, key=key_x, value=value_x, value_end=value_end, out=out_x, right=right)
+def _text_width(text, size, weight="normal", math=False):
+    """Width in inches of ``text`` at ``size`` points (the font's outline, so no renderer is needed)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    if not text:
+        return 0.0
+    if not math:  # drawn literally (parse_math=False): a dollar sign is just a character
+        text = text.replace("$", r"\$")
+    path = TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight))
+    extents = path.get_extents()
+    return 1.06 * float(extents.x1) / 72  # 6 % for the renderer's hinting
+
+
+LOOKUP_PITCH = 0.42  # inches between the rows of the lookup table (at most)
+LOOKUP_HEIGHT = 4.2  # inches: the whole lookup figure fits a 16:9 slide under a heading
+
+
+def _lookup_layout(query_label, keys, values, results, captions, titles, panels):
+    """Sizes in inches of the lookup picture: x of its columns, row pitch, panel height and width."""
+    m = len(keys)
+    pad = 0.3 * 10 / 72  # the round box's padding around a 10-point key
+    query_w = max(0.8, _text_width(query_label, 10) + 0.3)
+    fan_start = 0.1 + query_w
+    fan_end = fan_start + 1.1
+    weight_x = fan_end + 0.06
+    key_left = weight_x + _text_width("0.00", 8.5) + 0.1
+    key_w = max(_text_width(k, 10) for k in keys)
+    key_x = key_left + pad + key_w / 2
+    value_x = key_left + key_w + 2 * pad + 0.25
+    value_end = value_x + max(_text_width(_value_text(v), 10) for v in values)
+    blend_start = value_end + 0.12
+    out_x = blend_start + 0.8 + 0.1 + 0.35 * 10.5 / 72  # the blend lines end at the result's box
+    right = out_x + max([_text_width(r, 10.5, "bold") for r in results]
+                        + [_text_width(c, 9, math=True) for c in captions]) + 0.15
+    right = max(right, 0.1 + max(_text_width(t, 11) for t in titles) + 0.1)
+    if m > 1:
+        pitch = float(np.clip((LOOKUP_HEIGHT / panels - 0.94) / (m - 1), 0.3, LOOKUP_PITCH))
+    else:
+        pitch = LOOKUP_PITCH
+    height = 0.67 + (m - 1) * pitch + max(0.27, 0.55 - (m - 1) * pitch / 2)
+    return dict(query=0.1 + query_w / 2, query_w=query_w, fan_start=fan_start, fan_end=fan_end, weight=weight_x,
+                key=key_x, value=value_x, value_end=value_end, blend_start=blend_start, out=out_x, right=right,
+                pitch=pitch, height=height)
 
 
 def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption, layout):
-    """One lookup: query -> keys (line width ~ weight), values -> output (the same widths)."""
+    """One lookup: query -> keys (line width ~ weight, weights written), values -> output (the same widths).
+
+    The axes spans the panel with data units of inches, so every gap is an exact distance.
+    """
     from matplotlib.patches import FancyBboxPatch
 
     m = len(keys)
-    ys = (m - 1) / 2 - np.arange(m) * 1.0  # row j at ys[j], centred on 0
     x = layout
-    ax.set_xlim(-0.4, x["right"])
-    ax.set_ylim(-(m - 1) / 2 - 0.8, (m - 1) / 2 + 1.0)
+    top = x["height"]
+    ys = top - 0.67 - np.arange(m) * x["pitch"]  # row j's centre
+    mid = float(ys.mean())
+    ax.set_xlim(0, x["right"])
+    ax.set_ylim(0, top)
     ax.set_axis_off()
-    ax.text(x["key"], ys[0] + 0.6, "key", ha="center", va="bottom", fontsize=9, color="#777777")
-    ax.text(x["value"], ys[0] + 0.6, "value", ha="left", va="bottom", fontsize=9, color="#777777")
-    start, end = np.array([x["query"] + 0.5, 0.0]), np.array([x["key"] - 0.2 - 0.045 * max(map(len, keys)), 0.0])
+    ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=11, gid="title")
+    ax.text(x["key"], top - 0.3, "key", ha="center", va="top", fontsize=9, color="#777777")
+    ax.text(x["value"], top - 0.3, "value", ha="left", va="top", fontsize=9, color="#777777")
     for j in range(m):
         w = float(weights[j])
         width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
-        ax.plot([start[0], end[0]], [0.0, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
+        ax.plot([x["fan_start"], x["fan_end"]], [mid, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
                 solid_capstyle="butt", gid=f"line:{j}")
-        ax.plot([x["value_end"] + 0.1, x["out"] - 0.15], [ys[j], 0.0], color="#6a4c93", linewidth=width,
+        ax.plot([x["blend_start"], x["blend_start"] + 0.8], [ys[j], mid], color="#6a4c93", linewidth=width,
                 alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
-        # the weight, written near the key end of its line, just above it
-        t = 0.78
-        ax.text(start[0] + t * (end[0] - start[0]), t * ys[j] + 0.14, _format(w, 2), ha="center", va="bottom",
+        # the weight, in its own column between the line's end and the key
+        ax.text(x["weight"], ys[j], _format(w, 2), ha="left", va="center",
                 fontsize=8.5, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
         box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
                    alpha=0.3 + 0.7 * w)
@@ -736,14 +774,13 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
                 gid=f"key:{j}")
         ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
                 color="#222222" if w > 0 else "#aaaaaa", gid=f"value:{j}")
-    ax.add_patch(FancyBboxPatch((x["query"] - 0.45, -0.25), 0.9, 0.5, boxstyle="round,pad=0.05",
+    ax.add_patch(FancyBboxPatch((0.1 + 0.03, mid - 0.15), x["query_w"] - 0.06, 0.3, boxstyle="round,pad=0.03",
                                 facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
-    ax.text(x["query"], 0.0, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
-    ax.text(x["query"], -0.45, "query", ha="center", va="top", fontsize=8.5, color="#777777")
-    ax.text(x["out"], 0.0, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
+    ax.text(x["query"], mid, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
+    ax.text(x["query"], mid - 0.22, "query", ha="center", va="top", fontsize=8.5, color="#777777")
+    ax.text(x["out"], mid, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
             bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
-    ax.text(x["out"], -0.45, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
-    ax.set_title(title, fontsize=11, loc="left")
+    ax.text(x["out"], mid - 0.2, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
 
 
 def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
@@ -802,18 +839,21 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
     query_label = str(query_label)
     results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
-    layout = _lookup_layout(keys, values, results + ["output = \u03a3 w v (weights x values)"])
-    panels = 1 if hard_index is None else 2
-    height = 0.55 * m + 1.4
-    width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))
-    fig, axes = plt.subplots(panels, 1, figsize=(width, panels * height), squeeze=False, layout="constrained")
+    titles = ["attention: every key matches a little, a blend of the values comes out"]
+    captions = [r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)"]
+    if hard_index is not None:
+        titles.append("a dictionary: one key matches, its value comes out")
+        captions.append(f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"))
+    panels = len(titles)
+    layout = _lookup_layout(query_label, keys, values, results, captions, titles, panels)
+    gap = 0.1  # inches between the panels
+    height = panels * layout["height"] + (panels - 1) * gap
+    fig = plt.figure(figsize=(layout["right"], height))
+    axes = [fig.add_axes((0, (height - (p + 1) * layout["height"] - p * gap) / height, 1, layout["height"] / height))
+            for p in range(panels)]
     if hard_index is not None:
         one_hot = np.zeros(m)
         one_hot[hard_index] = 1.0
-        _lookup_panel(axes[0, 0], query_label, keys, values, one_hot,
-                      "a dictionary: one key matches, its value comes out", results[1],
-                      f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"), layout)
-    _lookup_panel(axes[-1, 0], query_label, keys, values, weights,
-                  "attention: every key matches a little, a blend of the values comes out", results[0],
-                  r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)", layout)
+        _lookup_panel(axes[0], query_label, keys, values, one_hot, titles[1], results[1], captions[1], layout)
+    _lookup_panel(axes[-1], query_label, keys, values, weights, titles[0], results[0], captions[0], layout)
     return fig
