@@ -476,6 +476,54 @@ def _place_labels(tips, reach):
     return places, stack, True
 
 
+LABEL_PITCH = 15.0  # points between the labels of a column (11-point text)
+
+
+def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach):
+    """The arrows' labels: at their tips, or in a column to the right with a leader line to each tip.
+
+    A column has one label per line, LABEL_PITCH points apart (so they cannot
+    overlap whatever the axes' scale), ordered by the height of their tips.
+    """
+    from matplotlib.transforms import offset_copy
+
+    drawn = []
+    if column:
+        rows = len(tips)
+        order = sorted(range(rows), key=lambda j: (-tips[j, 1], j))  # the highest tip first
+        anchor = (float(tips[:, 0].max() + 0.35 * reach), float(np.mean(tips[:, 1])))
+        for k, j in enumerate(order):
+            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * LABEL_PITCH,
+                                units="points")
+            drawn.append(plane.annotate(
+                names[j], xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift, ha="left", va="center",
+                fontsize=11, color=colours[j], fontweight="bold", parse_math=False, gid=gids[j],
+                arrowprops=dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)))
+        return [drawn[order.index(j)] for j in range(rows)]
+    for j, (tip, name, colour) in enumerate(zip(tips, names, colours)):
+        norm = float(np.hypot(*tip))
+        u = tip / norm if norm > 0 else np.array([0.0, 1.0])
+        drawn.append(plane.annotate(
+            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - LABEL_PITCH * stack[j]),
+            textcoords="offset points", ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
+            va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
+            fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gids[j]))
+    return drawn
+
+
+def _overlapping(fig, texts, pad=1.0):
+    """Whether any two of ``texts`` overlap once the figure is laid out (``pad`` pixels of margin)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    boxes = [Text.get_window_extent(t) for t in texts]  # the words, without any leader line
+    for a in range(len(boxes)):
+        for b in range(a + 1, len(boxes)):
+            if boxes[a].padded(pad).overlaps(boxes[b]):
+                return True
+    return False
+
+
 def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_label=None):
     """Two-dimensional vectors as arrows from the origin, with a query's dot products.
 
@@ -592,22 +640,14 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
         plane.annotate("", xy=(tip[0], tip[1]), xytext=(0, 0), gid=gid, zorder=3 if colour == QUERY_COLOUR else 2,
                        arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=width, mutation_scale=15,
                                        shrinkA=0, shrinkB=0))
-    for j, (tip, place, name, colour) in enumerate(zip(tips, places, names, colours)):
-        gid = "label:query" if extra and j == m else f"label:{j}"
-        if column:
-            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(place[0], place[1] - 0.1 * reach * stack[j]),
-                           ha="left", va="center",
-                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid,
-                           arrowprops=dict(arrowstyle="-", color=colour, linewidth=0.6, alpha=0.6,
-                                           shrinkA=2, shrinkB=2))
-        else:
-            norm = float(np.hypot(*tip))
-            u = tip / norm if norm > 0 else np.array([0.0, 1.0])
-            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - 15 * stack[j]),
-                           textcoords="offset points",
-                           ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
-                           va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
-                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
+    gids = ["label:query" if extra and j == m else f"label:{j}" for j in range(len(tips))]
+    drawn = _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach)
+    if not column and _overlapping(fig, drawn):  # labels at the tips would collide: a column instead
+        for text in drawn:
+            text.remove()
+        column = True
+        drawn = _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach)
+        plane.set_xlim(lo[0], hi[0] + 0.12 * reach * max(len(t) for t in names) / 4)
     if q is not None and not column and m <= 4 and np.hypot(*q) > 0:
         # the angle theta between the query and each key, as an arc near the origin
         from matplotlib.patches import Arc
