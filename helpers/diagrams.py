@@ -660,12 +660,12 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
             sweep = (end - start + 180.0) % 360.0 - 180.0  # the short way round, in (-180, 180]
             if abs(sweep) < 1.0:
                 continue
-            radius = reach * (0.22 + 0.08 * j)
+            radius = reach * (0.2 + 0.16 * j)  # arcs far enough apart for a label between two
             low, high = sorted((start, start + sweep))
             plane.add_patch(Arc((0, 0), 2 * radius, 2 * radius, theta1=low, theta2=high, color=KEY_COLOUR,
                                 linewidth=1.0, alpha=0.8, gid=f"arc:{j}"))
-            middle = math.radians(start + sweep / 2)
-            plane.text(1.3 * radius * math.cos(middle), 1.3 * radius * math.sin(middle),
+            middle = math.radians(start + 0.72 * sweep)  # near the key, not on a key halfway round
+            plane.text((radius + 0.07 * reach) * math.cos(middle), (radius + 0.07 * reach) * math.sin(middle),
                        f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
                        va="center", gid=f"arc_label:{j}")
     if q is not None:
