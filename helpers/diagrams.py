@@ -532,8 +532,9 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     orange, and a table beside the plane gives, for each key, |k|, the angle
     θ to the query and q·k = |q| |k| cos θ; with ``weights`` the table ends in
     bars of the weights, so a larger dot product is seen to get a larger weight.
-    When the arrows' tips crowd together, their labels move into a column with
-    a thin leader line to each tip.
+    When the arrows' tips crowd together, or their labels would overlap once
+    drawn (measured after layout), the labels, the query's included, move into
+    a column of one label per line with a thin leader line to each tip.
 
     Parameters
     ----------
@@ -847,6 +848,9 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     -------
     matplotlib.figure.Figure
         One panel (attention), or two (hard lookup above, attention below).
+        Sized in inches from the measured widths of its words, so no line
+        touches a word; with up to 4 keys both panels together are at most
+        4.2 inches tall (a 16:9 slide under a heading).
         The blended output is a ``Text`` with gid ``"result"``.
 
     Examples
