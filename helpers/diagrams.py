@@ -476,6 +476,54 @@ def _place_labels(tips, reach):
     return places, stack, True
 
 
+LABEL_PITCH = 15.0  # points between the labels of a column (11-point text)
+
+
+def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach):
+    """The arrows' labels: at their tips, or in a column to the right with a leader line to each tip.
+
+    A column has one label per line, LABEL_PITCH points apart (so they cannot
+    overlap whatever the axes' scale), ordered by the height of their tips.
+    """
+    from matplotlib.transforms import offset_copy
+
+    drawn = []
+    if column:
+        rows = len(tips)
+        order = sorted(range(rows), key=lambda j: (-tips[j, 1], j))  # the highest tip first
+        anchor = (float(tips[:, 0].max() + 0.35 * reach), float(np.mean(tips[:, 1])))
+        for k, j in enumerate(order):
+            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * LABEL_PITCH,
+                                units="points")
+            drawn.append(plane.annotate(
+                names[j], xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift, ha="left", va="center",
+                fontsize=11, color=colours[j], fontweight="bold", parse_math=False, gid=gids[j],
+                arrowprops=dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)))
+        return [drawn[order.index(j)] for j in range(rows)]
+    for j, (tip, name, colour) in enumerate(zip(tips, names, colours)):
+        norm = float(np.hypot(*tip))
+        u = tip / norm if norm > 0 else np.array([0.0, 1.0])
+        drawn.append(plane.annotate(
+            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - LABEL_PITCH * stack[j]),
+            textcoords="offset points", ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
+            va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
+            fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gids[j]))
+    return drawn
+
+
+def _overlapping(fig, texts, pad=1.0):
+    """Whether any two of ``texts`` overlap once the figure is laid out (``pad`` pixels of margin)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    boxes = [Text.get_window_extent(t) for t in texts]  # the words, without any leader line
+    for a in range(len(boxes)):
+        for b in range(a + 1, len(boxes)):
+            if boxes[a].padded(pad).overlaps(boxes[b]):
+                return True
+    return False
+
+
 def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_label=None):
     """Two-dimensional vectors as arrows from the origin, with a query's dot products.
 
@@ -484,8 +532,9 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     orange, and a table beside the plane gives, for each key, |k|, the angle
     θ to the query and q·k = |q| |k| cos θ; with ``weights`` the table ends in
     bars of the weights, so a larger dot product is seen to get a larger weight.
-    When the arrows' tips crowd together, their labels move into a column with
-    a thin leader line to each tip.
+    When the arrows' tips crowd together, or their labels would overlap once
+    drawn (measured after layout), the labels, the query's included, move into
+    a column of one label per line with a thin leader line to each tip.
 
     Parameters
     ----------
@@ -592,22 +641,14 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
         plane.annotate("", xy=(tip[0], tip[1]), xytext=(0, 0), gid=gid, zorder=3 if colour == QUERY_COLOUR else 2,
                        arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=width, mutation_scale=15,
                                        shrinkA=0, shrinkB=0))
-    for j, (tip, place, name, colour) in enumerate(zip(tips, places, names, colours)):
-        gid = "label:query" if extra and j == m else f"label:{j}"
-        if column:
-            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(place[0], place[1] - 0.1 * reach * stack[j]),
-                           ha="left", va="center",
-                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid,
-                           arrowprops=dict(arrowstyle="-", color=colour, linewidth=0.6, alpha=0.6,
-                                           shrinkA=2, shrinkB=2))
-        else:
-            norm = float(np.hypot(*tip))
-            u = tip / norm if norm > 0 else np.array([0.0, 1.0])
-            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - 15 * stack[j]),
-                           textcoords="offset points",
-                           ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
-                           va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
-                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
+    gids = ["label:query" if extra and j == m else f"label:{j}" for j in range(len(tips))]
+    drawn = _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach)
+    if not column and _overlapping(fig, drawn):  # labels at the tips would collide: a column instead
+        for text in drawn:
+            text.remove()
+        column = True
+        drawn = _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach)
+        plane.set_xlim(lo[0], hi[0] + 0.12 * reach * max(len(t) for t in names) / 4)
     if q is not None and not column and m <= 4 and np.hypot(*q) > 0:
         # the angle theta between the query and each key, as an arc near the origin
         from matplotlib.patches import Arc
@@ -620,12 +661,12 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
             sweep = (end - start + 180.0) % 360.0 - 180.0  # the short way round, in (-180, 180]
             if abs(sweep) < 1.0:
                 continue
-            radius = reach * (0.22 + 0.08 * j)
+            radius = reach * (0.2 + 0.16 * j)  # arcs far enough apart for a label between two
             low, high = sorted((start, start + sweep))
             plane.add_patch(Arc((0, 0), 2 * radius, 2 * radius, theta1=low, theta2=high, color=KEY_COLOUR,
                                 linewidth=1.0, alpha=0.8, gid=f"arc:{j}"))
-            middle = math.radians(start + sweep / 2)
-            plane.text(1.3 * radius * math.cos(middle), 1.3 * radius * math.sin(middle),
+            middle = math.radians(start + 0.72 * sweep)  # near the key, not on a key halfway round
+            plane.text((radius + 0.07 * reach) * math.cos(middle), (radius + 0.07 * reach) * math.sin(middle),
                        f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
                        va="center", gid=f"arc_label:{j}")
     if q is not None:
@@ -694,41 +735,79 @@ def _value_text(value):
     return "[" + ", ".join(_format(float(x), 2) for x in value) + "]"
 
 
-def _lookup_layout(keys, values, results):
-    """x positions (data units, about 1.1 inch each) of the lookup picture's columns."""
-    char = 0.075  # width of a character at 10 points, in data units
-    query_x = 0.3
-    key_x = 2.3
-    value_x = key_x + 0.45 + char * max(len(k) for k in keys) / 2
-    value_end = value_x + char * max(len(_value_text(v)) for v in values)
-    out_x = value_end + 1.3
-    right = out_x + char * max(len(r) for r in results) + 0.3
-    return dict(query=query_x, key=key_x, value=value_x, value_end=value_end, out=out_x, right=right)
+def _text_width(text, size, weight="normal", math=False):
+    """Width in inches of ``text`` at ``size`` points (the font's outline, so no renderer is needed)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    if not text:
+        return 0.0
+    if not math:  # drawn literally (parse_math=False): a dollar sign is just a character
+        text = text.replace("$", r"\$")
+    path = TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight))
+    extents = path.get_extents()
+    return 1.06 * float(extents.x1) / 72  # 6 % for the renderer's hinting
+
+
+LOOKUP_PITCH = 0.42  # inches between the rows of the lookup table (at most)
+LOOKUP_HEIGHT = 4.2  # inches: the whole lookup figure fits a 16:9 slide under a heading
+
+
+def _lookup_layout(query_label, keys, values, results, captions, titles, panels):
+    """Sizes in inches of the lookup picture: x of its columns, row pitch, panel height and width."""
+    m = len(keys)
+    pad = 0.3 * 10 / 72  # the round box's padding around a 10-point key
+    query_w = max(0.8, _text_width(query_label, 10) + 0.3)
+    fan_start = 0.1 + query_w
+    fan_end = fan_start + 1.1
+    weight_x = fan_end + 0.06
+    key_left = weight_x + _text_width("0.00", 8.5) + 0.1
+    key_w = max(_text_width(k, 10) for k in keys)
+    key_x = key_left + pad + key_w / 2
+    value_x = key_left + key_w + 2 * pad + 0.25
+    value_end = value_x + max(_text_width(_value_text(v), 10) for v in values)
+    blend_start = value_end + 0.12
+    out_x = blend_start + 0.8 + 0.1 + 0.35 * 10.5 / 72  # the blend lines end at the result's box
+    right = out_x + max([_text_width(r, 10.5, "bold") for r in results]
+                        + [_text_width(c, 9, math=True) for c in captions]) + 0.15
+    right = max(right, 0.1 + max(_text_width(t, 11) for t in titles) + 0.1)
+    if m > 1:
+        pitch = float(np.clip((LOOKUP_HEIGHT / panels - 0.94) / (m - 1), 0.3, LOOKUP_PITCH))
+    else:
+        pitch = LOOKUP_PITCH
+    height = 0.67 + (m - 1) * pitch + max(0.27, 0.55 - (m - 1) * pitch / 2)
+    return dict(query=0.1 + query_w / 2, query_w=query_w, fan_start=fan_start, fan_end=fan_end, weight=weight_x,
+                key=key_x, value=value_x, value_end=value_end, blend_start=blend_start, out=out_x, right=right,
+                pitch=pitch, height=height)
 
 
 def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption, layout):
-    """One lookup: query -> keys (line width ~ weight), values -> output (the same widths)."""
+    """One lookup: query -> keys (line width ~ weight, weights written), values -> output (the same widths).
+
+    The axes spans the panel with data units of inches, so every gap is an exact distance.
+    """
     from matplotlib.patches import FancyBboxPatch
 
     m = len(keys)
-    ys = (m - 1) / 2 - np.arange(m) * 1.0  # row j at ys[j], centred on 0
     x = layout
-    ax.set_xlim(-0.4, x["right"])
-    ax.set_ylim(-(m - 1) / 2 - 0.8, (m - 1) / 2 + 1.0)
+    top = x["height"]
+    ys = top - 0.67 - np.arange(m) * x["pitch"]  # row j's centre
+    mid = float(ys.mean())
+    ax.set_xlim(0, x["right"])
+    ax.set_ylim(0, top)
     ax.set_axis_off()
-    ax.text(x["key"], ys[0] + 0.6, "key", ha="center", va="bottom", fontsize=9, color="#777777")
-    ax.text(x["value"], ys[0] + 0.6, "value", ha="left", va="bottom", fontsize=9, color="#777777")
-    start, end = np.array([x["query"] + 0.5, 0.0]), np.array([x["key"] - 0.2 - 0.045 * max(map(len, keys)), 0.0])
+    ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=11, gid="title")
+    ax.text(x["key"], top - 0.3, "key", ha="center", va="top", fontsize=9, color="#777777")
+    ax.text(x["value"], top - 0.3, "value", ha="left", va="top", fontsize=9, color="#777777")
     for j in range(m):
         w = float(weights[j])
         width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
-        ax.plot([start[0], end[0]], [0.0, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
+        ax.plot([x["fan_start"], x["fan_end"]], [mid, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
                 solid_capstyle="butt", gid=f"line:{j}")
-        ax.plot([x["value_end"] + 0.1, x["out"] - 0.15], [ys[j], 0.0], color="#6a4c93", linewidth=width,
+        ax.plot([x["blend_start"], x["blend_start"] + 0.8], [ys[j], mid], color="#6a4c93", linewidth=width,
                 alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
-        # the weight, written near the key end of its line, just above it
-        t = 0.78
-        ax.text(start[0] + t * (end[0] - start[0]), t * ys[j] + 0.14, _format(w, 2), ha="center", va="bottom",
+        # the weight, in its own column between the line's end and the key
+        ax.text(x["weight"], ys[j], _format(w, 2), ha="left", va="center",
                 fontsize=8.5, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
         box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
                    alpha=0.3 + 0.7 * w)
@@ -736,14 +815,13 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
                 gid=f"key:{j}")
         ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
                 color="#222222" if w > 0 else "#aaaaaa", gid=f"value:{j}")
-    ax.add_patch(FancyBboxPatch((x["query"] - 0.45, -0.25), 0.9, 0.5, boxstyle="round,pad=0.05",
+    ax.add_patch(FancyBboxPatch((0.1 + 0.03, mid - 0.15), x["query_w"] - 0.06, 0.3, boxstyle="round,pad=0.03",
                                 facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
-    ax.text(x["query"], 0.0, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
-    ax.text(x["query"], -0.45, "query", ha="center", va="top", fontsize=8.5, color="#777777")
-    ax.text(x["out"], 0.0, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
+    ax.text(x["query"], mid, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
+    ax.text(x["query"], mid - 0.22, "query", ha="center", va="top", fontsize=8.5, color="#777777")
+    ax.text(x["out"], mid, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
             bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
-    ax.text(x["out"], -0.45, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
-    ax.set_title(title, fontsize=11, loc="left")
+    ax.text(x["out"], mid - 0.2, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
 
 
 def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
@@ -770,6 +848,9 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     -------
     matplotlib.figure.Figure
         One panel (attention), or two (hard lookup above, attention below).
+        Sized in inches from the measured widths of its words, so no line
+        touches a word; with up to 4 keys both panels together are at most
+        4.2 inches tall (a 16:9 slide under a heading).
         The blended output is a ``Text`` with gid ``"result"``.
 
     Examples
@@ -802,18 +883,21 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
     query_label = str(query_label)
     results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
-    layout = _lookup_layout(keys, values, results + ["output = \u03a3 w v (weights x values)"])
-    panels = 1 if hard_index is None else 2
-    height = 0.55 * m + 1.4
-    width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))
-    fig, axes = plt.subplots(panels, 1, figsize=(width, panels * height), squeeze=False, layout="constrained")
+    titles = ["attention: every key matches a little, a blend of the values comes out"]
+    captions = [r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)"]
+    if hard_index is not None:
+        titles.append("a dictionary: one key matches, its value comes out")
+        captions.append(f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"))
+    panels = len(titles)
+    layout = _lookup_layout(query_label, keys, values, results, captions, titles, panels)
+    gap = 0.1  # inches between the panels
+    height = panels * layout["height"] + (panels - 1) * gap
+    fig = plt.figure(figsize=(layout["right"], height))
+    axes = [fig.add_axes((0, (height - (p + 1) * layout["height"] - p * gap) / height, 1, layout["height"] / height))
+            for p in range(panels)]
     if hard_index is not None:
         one_hot = np.zeros(m)
         one_hot[hard_index] = 1.0
-        _lookup_panel(axes[0, 0], query_label, keys, values, one_hot,
-                      "a dictionary: one key matches, its value comes out", results[1],
-                      f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"), layout)
-    _lookup_panel(axes[-1, 0], query_label, keys, values, weights,
-                  "attention: every key matches a little, a blend of the values comes out", results[0],
-                  r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)", layout)
+        _lookup_panel(axes[0], query_label, keys, values, one_hot, titles[1], results[1], captions[1], layout)
+    _lookup_panel(axes[-1], query_label, keys, values, weights, titles[0], results[0], captions[0], layout)
     return fig

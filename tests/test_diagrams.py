@@ -10,6 +10,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.text import Text
 
 from helpers import diagrams
 from helpers.examples import load_example
@@ -292,6 +293,42 @@ def test_vectors_2d_query_by_index_and_plane_alone():
     render(fig)
 
 
+def label_boxes(fig):
+    """Window extents (pixels) of the arrows' labels in the plane, once the figure is drawn."""
+    fig.canvas.draw()  # the words only: an Annotation's own extent also covers its leader line
+    return {gid: Text.get_window_extent(text) for gid, text in artists(fig, "label:").items()}
+
+
+@pytest.mark.parametrize(
+    ("keys", "labels", "kwargs"),
+    [
+        ("journey", None, {"query_label": "journey"}),  # notebook 04: seven crowded tips
+        ("journey", None, {}),
+        (np.array([[0.6, 0.1], [2.0, 3.0]]), ["aligned", "long"], {"query": np.array([1.0, 0.0])}),  # notebook 05
+        (np.array([[0.6, 0.1], [2.0, 3.0]]), ["aligned", "long"], {"query": np.array([1.0, 0.0]), "query_label": "q"}),
+        (np.array([[1.0, 0.2], [0.0, 1.0], [-1.0, 0.3]]), ["keyword", "b", "c"],
+         {"query": np.array([1.05, 0.45]), "query_label": "the query"}),  # tips apart, labels wide
+        (np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), ["same", "place", "up"], {"query": 2}),  # coincident tips
+        (np.array([[0.75, 0.0], [1.0, 0.04]]), ["a very long label", "b"], {"query": 1}),  # a long word reaches b
+    ],
+)
+def test_vectors_2d_labels_never_overlap(keys, labels, kwargs):
+    if isinstance(keys, str):
+        ex = load_example(keys)
+        keys, labels, kwargs = ex.k, ex.tokens, {"query": ex.q[1], **kwargs}
+    fig = diagrams.vectors_2d(keys, labels, **kwargs)
+    boxes = label_boxes(fig)
+    expected = len(keys) + (0 if isinstance(kwargs.get("query"), int) else 1)
+    assert len(boxes) == expected
+    gids = sorted(boxes)
+    for a, first in enumerate(gids):
+        for second in gids[a + 1:]:
+            assert not boxes[first].overlaps(boxes[second]), (first, second, boxes[first], boxes[second])
+    arrows = artists(fig, "arrow:")  # each label still points at (or sits at) its own arrow's tip
+    for gid, text in artists(fig, "label:").items():
+        np.testing.assert_allclose(text.xy, arrows["arrow:" + gid.split(":")[1]].xy)
+
+
 @pytest.mark.parametrize(
     ("vectors", "labels", "kwargs", "message"),
     [
@@ -332,6 +369,27 @@ def test_soft_lookup_scalar_values_one_panel():
     fig = diagrams.soft_lookup("fruit?", ["apple", "car", "pear"], [1.0, 5.0, 2.0], [0.6, 0.1, 0.3])
     (ax,) = fig.axes
     assert next(t.get_text() for t in ax.texts if t.get_gid() == "result") == f"{0.6 + 0.5 + 0.6:.2f}"
+
+
+def test_soft_lookup_fits_a_slide_and_no_line_meets_a_text():
+    ex = load_example("cat_sat_mat")
+    keys = ["key 0", "key 1", "key 2"]
+    values = np.array([[-0.45, -0.22, -2.02], [-0.35, -0.28, -0.67], [0.96, -0.20, 0.02]])  # notebook 06
+    for labels, kw in ((keys, {"hard_index": 1}), (ex.tokens, {"hard_index": 2}), (keys, {})):
+        fig = diagrams.soft_lookup("noisy key 1", labels, values, [0.32, 0.46, 0.22], **kw)
+        width, height = fig.get_size_inches()
+        assert height <= 4.2 and width <= 12.0  # a 16:9 slide holds it under a heading
+        fig.canvas.draw()
+        for ax in fig.axes:
+            texts = [t for t in ax.texts if t.get_gid() and t.get_gid() != "title"]
+            for line in ax.lines:
+                box = line.get_window_extent()
+                for text in texts:
+                    assert not box.overlaps(text.get_window_extent()), (line.get_gid(), text.get_gid())
+            values_right = max(t.get_window_extent().x1 for t in ax.texts if str(t.get_gid()).startswith("value:"))
+            assert all(line.get_window_extent().x0 > values_right
+                       for line in ax.lines if line.get_gid().startswith("blend:"))
+        plt.close(fig)
 
 
 @pytest.mark.parametrize(
