@@ -50,6 +50,16 @@ __all__ = [
     "multi_head_attention",
     "MultiHeadAttention",
     "blockwise_attention",
+    "sinusoidal_positions",
+    "sinusoidal_positions_loop",
+    "causal_mask_lower_right",
+    "KVCache",
+    "incremental_attention",
+    "to_bfloat16",
+    "low_precision_attention",
+    "attention_dropout",
+    "nadaraya_watson",
+    "nadaraya_watson_loop",
 ]
 
 
@@ -1037,3 +1047,607 @@ def blockwise_attention(q, k, v, mask=None, *, scale=None, causal=False, block_s
         del s  # free this block's scores before the next block's are allocated
     np.divide(out, row_sum, out=out, where=row_sum > 0)  # fully masked rows stay 0
     return out
+
+
+# ---------------------------------------------------------------------------
+# Position: the sinusoidal encoding
+# ---------------------------------------------------------------------------
+
+
+def _check_positions_args(n, d, base):
+    for name, value in (("n", n), ("d", d)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer: got {value!r}")
+    rule = "a finite real number > 0"
+    b = _real_scalar(base, "base", rule)
+    if not (math.isfinite(b) and b > 0):
+        raise ValueError(f"base must be {rule}: got {b!r}")
+    return int(n), int(d), b
+
+
+def sinusoidal_positions(n, d, base=10000.0):
+    """The sinusoidal position encoding of "Attention Is All You Need".
+
+    Row ``pos`` encodes position ``pos``; columns come in (sin, cos) pairs that
+    share one frequency::
+
+        PE[pos, 2i]     = sin(pos / base**(2i / d))
+        PE[pos, 2i + 1] = cos(pos / base**(2i / d))
+
+    The first pair turns fastest (one radian per position) and the last
+    slowest (wavelength up to ``2 pi base``).
+
+    Parameters
+    ----------
+    n : int
+        Number of positions (0, 1, ..., n - 1), >= 0.
+    d : int
+        Width of the encoding (the model width it is added to), >= 0.
+        An odd ``d`` is allowed: its last column ``d - 1`` is even, so it is a
+        sin column with exponent ``(d - 1) / d``, and it has no cos partner.
+    base : float, default 10000.0
+        Finite and > 0; sets the slowest wavelength.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, d)
+        Every entry lies in [-1, 1]; row 0 is ``[0, 1, 0, 1, ...]``.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` or ``d`` is not a non-negative integer or ``base`` is not
+        finite and > 0.
+
+    Examples
+    --------
+    >>> print(np.round(sinusoidal_positions(3, 4), 4))
+    [[ 0.      1.      0.      1.    ]
+     [ 0.8415  0.5403  0.01    1.    ]
+     [ 0.9093 -0.4161  0.02    0.9998]]
+    """
+    n, d, base = _check_positions_args(n, d, base)
+    pair = np.arange(d) // 2  # i of column 2i and of column 2i + 1
+    inv_freq = base ** (-(2.0 * pair) / d) if d else np.zeros(0)  # (d,)
+    angles = np.arange(n, dtype=np.float64)[:, None] * inv_freq  # (n, 1) * (d,) -> (n, d)
+    pe = np.empty((n, d))
+    pe[:, 0::2] = np.sin(angles[:, 0::2])
+    pe[:, 1::2] = np.cos(angles[:, 1::2])
+    return pe
+
+
+def sinusoidal_positions_loop(n, d, base=10000.0):
+    """:func:`sinusoidal_positions` written entry by entry with ``math.sin``/``math.cos``.
+
+    Examples
+    --------
+    >>> np.allclose(sinusoidal_positions_loop(5, 7), sinusoidal_positions(5, 7))
+    True
+    """
+    n, d, base = _check_positions_args(n, d, base)
+    pe = np.zeros((n, d))
+    for pos in range(n):
+        for col in range(d):
+            i = col // 2
+            angle = pos / base ** (2 * i / d)
+            pe[pos, col] = math.sin(angle) if col % 2 == 0 else math.cos(angle)
+    return pe
+
+
+# ---------------------------------------------------------------------------
+# Decoding token by token: the key/value cache
+# ---------------------------------------------------------------------------
+
+
+def causal_mask_lower_right(n, m=None):
+    """Causal mask aligned at the bottom-right corner: the mask of a cache.
+
+    The ``n`` queries are the *last* ``n`` of ``m`` tokens, so query ``i``
+    sits at position ``m - n + i`` and may attend to keys ``0..m - n + i``.
+    This is the mask for a new chunk of ``n`` tokens attending to a cache
+    that already holds ``m - n`` earlier ones (PyTorch calls it
+    ``causal_lower_right``). With ``n == m`` it equals :func:`causal_mask`.
+
+    Parameters
+    ----------
+    n : int
+        Number of queries (the new tokens).
+    m : int, optional
+        Number of keys (cached plus new); defaults to ``n``. If ``n > m``, the
+        first ``n - m`` queries see no key at all.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, m)
+        True where ``j <= i + (m - n)`` (may attend).
+
+    Examples
+    --------
+    >>> causal_mask_lower_right(2, 4).astype(int)   # 2 new tokens, 2 cached
+    array([[1, 1, 1, 0],
+           [1, 1, 1, 1]])
+    """
+    m = n if m is None else m
+    for name, value in (("n", n), ("m", m)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer: got {value!r}")
+    return np.tri(int(n), int(m), int(m) - int(n), dtype=bool)
+
+
+class KVCache:
+    """A growing store of keys and values for decoding one token at a time.
+
+    At each step of generation the new token's key and value are appended,
+    and its query attends to everything stored so far. Nothing that was
+    computed for an earlier token is computed again: step ``t`` reads ``t``
+    keys and ``t`` values (``2 t d`` numbers for the scores and the weighted
+    sum) instead of recomputing all ``t x t`` scores.
+
+    Parameters
+    ----------
+    scale : float, optional
+        Multiplies the scores; defaults to ``1 / sqrt(d_k)``.
+
+    Attributes
+    ----------
+    keys : ndarray, shape (..., t, d_k), or None before the first append
+    values : ndarray, shape (..., t, d_v), or None before the first append
+    length : int
+        Number of tokens stored, ``t``.
+    reads : int
+        (query, key) pairs scored by :meth:`attend` so far: the cost counter
+        (step ``t`` of one-token decoding adds ``t``).
+
+    Examples
+    --------
+    >>> cache = KVCache()
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.standard_normal((3, 4, 2))
+    >>> outs = []
+    >>> for t in range(4):
+    ...     cache.append(k[t:t + 1], v[t:t + 1])
+    ...     outs.append(cache.attend(q[t:t + 1])[0])
+    >>> ref = scaled_dot_product_attention(q, k, v, causal=True)[0]
+    >>> np.allclose(np.concatenate(outs), ref), cache.length, cache.reads
+    (True, 4, 10)
+    """
+
+    def __init__(self, *, scale=None):
+        self.scale = None if scale is None else _real_scalar(scale, "scale", "a finite real number or None")
+        self.keys = None
+        self.values = None
+        self.reads = 0
+
+    @property
+    def length(self):
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, k, v):
+        """Store the keys ``k (..., t, d_k)`` and values ``v (..., t, d_v)`` of ``t`` new tokens."""
+        k = _real_array(k, "k")
+        v = _real_array(v, "v")
+        if k.ndim < 2 or v.ndim < 2 or k.shape[-2] != v.shape[-2]:
+            raise ValueError(
+                "k and v must be (..., t, d_k) and (..., t, d_v) with the same t: "
+                f"got k.shape={k.shape}, v.shape={v.shape}"
+            )
+        if self.keys is None:
+            self.keys, self.values = np.array(k), np.array(v)
+            return
+        if k.shape[:-2] != self.keys.shape[:-2] or k.shape[-1] != self.keys.shape[-1] or v.shape[-1] != self.values.shape[-1]:
+            raise ValueError(
+                f"new keys/values must match the cache's (..., t, d_k) = {self.keys.shape} and "
+                f"(..., t, d_v) = {self.values.shape} except in t: got k.shape={k.shape}, v.shape={v.shape}"
+            )
+        self.keys = np.concatenate([self.keys, k], axis=-2)  # (..., t + new, d_k)
+        self.values = np.concatenate([self.values, v], axis=-2)  # (..., t + new, d_v)
+
+    def attend(self, q, mask=None):
+        """Attention of the ``c`` newest tokens' queries ``q (..., c, d_k)`` to the cache.
+
+        The queries are the last ``c`` tokens stored, so the causal mask is
+        aligned at the bottom right (:func:`causal_mask_lower_right`);
+        ``mask`` (True = may attend, broadcastable to ``(..., c, t)``) is
+        combined with it by AND. Returns ``out (..., c, d_v)`` and
+        ``weights (..., c, t)``.
+        """
+        if self.keys is None:
+            raise ValueError("the cache is empty: append the new tokens' keys and values before attend")
+        q = _real_array(q, "q")
+        if q.ndim < 2:
+            raise ValueError(f"q must have at least 2 dimensions (..., c, d_k): got q.shape={q.shape}")
+        c, t = q.shape[-2], self.length
+        if c > t:
+            raise ValueError(f"q holds more tokens than the cache: got q.shape={q.shape} with {t} cached")
+        allowed = causal_mask_lower_right(c, t)
+        if mask is not None:
+            allowed = np.logical_and(allowed, _check_mask(mask, c, t))
+        self.reads += c * t
+        return scaled_dot_product_attention(q, self.keys, self.values, allowed, scale=self.scale)
+
+
+def incremental_attention(q, k, v, mask=None, *, scale=None):
+    """Causal attention computed token by token with a growing key/value cache.
+
+    The way a decoder generates: at step ``t`` the key and value of token
+    ``t`` enter a :class:`KVCache` and query ``t`` attends to keys ``0..t``.
+    The result equals ``scaled_dot_product_attention(q, k, v, causal=True)[0]``
+    (up to rounding), which computes the same rows all at once.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n, d_k)
+    k : array_like, shape (..., n, d_k)
+        One key per query: the same ``n`` tokens.
+    v : array_like, shape (..., n, d_v)
+    mask : array_like of bool, broadcastable to (..., n, n), optional
+        True = may attend; combined with the causal rule by AND.
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+        Row ``t`` is token ``t``'s output; a row with no allowed key is zero.
+
+    Raises
+    ------
+    ValueError
+        As :func:`scaled_dot_product_attention`, and if q and k have
+        different lengths.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> q, k, v = rng.standard_normal((3, 2, 5, 4))     # batch 2, n = 5, d = 4
+    >>> out = incremental_attention(q, k, v)
+    >>> np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0])
+    True
+    """
+    q, k, v, batch, dtype = _check_qkv(q, k, v)
+    n, m = q.shape[-2], k.shape[-2]
+    if n != m:
+        raise ValueError(
+            "q and k must have the same length n (one key per generated token): "
+            f"got q.shape={q.shape}, k.shape={k.shape}"
+        )
+    scale = _check_scale(scale, q.shape[-1])
+    allowed = None if mask is None else _check_mask(mask, n, n)
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    q = np.broadcast_to(q, batch + q.shape[-2:])
+    k = np.broadcast_to(k, batch + k.shape[-2:])
+    v = np.broadcast_to(v, batch + v.shape[-2:])
+    out = np.zeros(batch + (n, v.shape[-1]), dtype)
+    cache = KVCache(scale=scale)
+    for t in range(n):
+        cache.append(k[..., t:t + 1, :], v[..., t:t + 1, :])  # one new key and value
+        row_mask = None if allowed is None else (allowed if allowed.ndim < 2 or allowed.shape[-2] == 1 else allowed[..., t:t + 1, :])
+        if row_mask is not None and row_mask.shape[-1] != 1:
+            row_mask = row_mask[..., : t + 1]
+        out[..., t:t + 1, :] = cache.attend(q[..., t:t + 1, :], row_mask)[0]  # (..., 1, t + 1) x (..., t + 1, d_v)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Half precision: float16 and emulated bfloat16
+# ---------------------------------------------------------------------------
+
+_FORMATS = ("float16", "bfloat16")
+
+
+def to_bfloat16(x):
+    """Round to the nearest bfloat16 value (ties to even), returned as float32.
+
+    bfloat16 keeps float32's 8 exponent bits but only 7 stored mantissa bits
+    (8 significant bits), so it has float32's range with about 2-3 decimal
+    digits. NumPy has no bfloat16 type: the float32 bit pattern is rounded to
+    its top 16 bits (add ``0x7FFF`` plus the lowest kept bit, then clear the
+    low 16 bits), and the result is a float32 array whose every value is
+    exactly representable in bfloat16. Infinities and NaN are kept; values
+    beyond bfloat16's largest finite value (about 3.39e38) round to inf.
+
+    Parameters
+    ----------
+    x : array_like of real numbers, any shape
+
+    Returns
+    -------
+    ndarray of float32, same shape
+
+    Examples
+    --------
+    >>> to_bfloat16([1 + 2**-8, 1 + 3 * 2**-8, 1/3, np.inf]).tolist()
+    [1.0, 1.015625, 0.333984375, inf]
+    """
+    arr = _real_array(x, "x")
+    with np.errstate(over="ignore"):
+        f = np.array(arr, dtype=np.float32)  # float64 -> float32 first (rounds once there)
+    bits = f.view(np.uint32)
+    lowest_kept = (bits >> np.uint32(16)) & np.uint32(1)
+    rounded = (bits + np.uint32(0x7FFF) + lowest_kept) & np.uint32(0xFFFF0000)
+    out = rounded.view(np.float32)
+    return np.where(np.isnan(f), f, out)
+
+
+def _to_format(x, fmt):
+    """Round float32 values to ``fmt`` ('float16', 'bfloat16' or 'float32'); float32 out."""
+    if fmt == "float16":
+        with np.errstate(over="ignore"):
+            return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
+    if fmt == "bfloat16":
+        return to_bfloat16(x)
+    return np.asarray(x, dtype=np.float32)
+
+
+def _matmul_rounded(a, b, fmt):
+    """``a @ b`` with every product and every partial sum rounded to ``fmt``."""
+    acc = np.zeros(np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])), np.float32)
+    acc = np.broadcast_to(acc, np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])).copy()
+    for i in range(a.shape[-1]):
+        term = _to_format(a[..., :, i:i + 1] * b[..., i:i + 1, :], fmt)  # (..., n, 1) * (..., 1, m)
+        acc = _to_format(acc + term, fmt)
+    return acc
+
+
+def low_precision_attention(
+    q, k, v, mask=None, *, dtype="float16", accumulate="float32", scale=None, causal=False,
+    mask_value=-1e9, prescale=False,
+):
+    """Scaled dot-product attention computed in float16 or in emulated bfloat16.
+
+    Shows what goes wrong in 16-bit arithmetic and what fixes it. The inputs
+    are first rounded to ``dtype``; then:
+
+    1. scores ``q k^T`` (optionally ``(q * scale) k^T``, see ``prescale``),
+    2. blocked scores set to ``mask_value`` rounded to ``dtype``,
+    3. a stable softmax (row maximum subtracted) over the keys,
+    4. ``weights @ v``.
+
+    With ``accumulate="float32"`` the two products and the softmax sums are
+    carried out in float32 (as a GPU's tensor cores and FlashAttention do)
+    and each result is rounded to ``dtype`` once. With ``accumulate=None``
+    every product and every partial sum is rounded to ``dtype`` as it is
+    formed, the way a naive 16-bit loop works.
+
+    Each operation is done in float32 and its result rounded to ``dtype``
+    (bfloat16 by :func:`to_bfloat16`); overflow gives inf and inf - inf gives
+    NaN, without a warning.
+
+    Parameters
+    ----------
+    q, k, v, causal
+        As in :func:`scaled_dot_product_attention`.
+    mask : array_like of bool, broadcastable to (..., n, m), optional
+        True = may attend.
+    dtype : {"float16", "bfloat16"}
+        The 16-bit format of the inputs, the scores, the weights and the output.
+    accumulate : {"float32", None}
+        Where sums are formed: in float32 (rounded once) or in ``dtype``.
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_k)``.
+    mask_value : float or None, default -1e9
+        What a blocked score becomes, rounded to ``dtype``: -1e9 turns into
+        ``-inf`` in float16 (largest finite value 65504), so a fully masked
+        row gives ``-inf - (-inf) = NaN``. A finite value such as -30000 keeps
+        such a row finite (uniform over its blocked keys). ``None`` means a
+        boolean mask: blocked keys get weight exactly 0 and a fully masked
+        row gives zeros, as in :func:`scaled_dot_product_attention`.
+    prescale : bool, default False
+        Multiply q by ``scale`` before the product (then the scores never
+        exceed their scaled size) instead of scaling the finished product,
+        which may already have overflowed.
+
+    Returns
+    -------
+    out : ndarray of float32, shape (..., n, d_v)
+    weights : ndarray of float32, shape (..., n, m)
+        Values representable in ``dtype``; rows sum to 1 up to its rounding.
+
+    Examples
+    --------
+    A score of 300 * 300 = 90000 does not fit in float16:
+
+    >>> q = k = np.array([[300.0, 0.0]]); v = np.array([[1.0]])
+    >>> low_precision_attention(q, k, v, accumulate=None)[0]
+    array([[nan]], dtype=float32)
+    >>> low_precision_attention(q, k, v, accumulate=None, prescale=True)[0]
+    array([[1.]], dtype=float32)
+    """
+    if dtype not in _FORMATS:
+        raise ValueError(f"dtype must be one of {_FORMATS}: got {dtype!r}")
+    if accumulate not in ("float32", None):
+        raise ValueError(f"accumulate must be 'float32' or None: got {accumulate!r}")
+    q, k, v, batch, _ = _check_qkv(q, k, v)
+    n, d_k, m = q.shape[-2], q.shape[-1], k.shape[-2]
+    scale = _check_scale(scale, d_k)
+    allowed = _allowed(mask, causal, n, m)
+    batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    fmt = dtype
+    acc_fmt = "float32" if accumulate == "float32" else fmt
+    with np.errstate(all="ignore"):
+        q, k, v = (_to_format(a, fmt) for a in (q, k, v))
+        s_scale = np.float32(_to_format(scale, fmt))
+        if prescale:
+            q = _to_format(q * s_scale, fmt)
+        k_t = np.swapaxes(k, -1, -2)  # (..., d_k, m)
+        if accumulate == "float32":
+            s = np.matmul(q, k_t)  # (..., n, d_k) x (..., d_k, m) -> (..., n, m), float32 sums
+        else:
+            s = _matmul_rounded(q, k_t, fmt)
+        s = _to_format(s, acc_fmt)
+        if not prescale:
+            s = _to_format(s * s_scale, acc_fmt)
+        s = np.array(np.broadcast_to(s, batch + (n, m)), dtype=np.float32)
+        if allowed is not None:
+            if mask_value is None:
+                np.copyto(s, -np.inf, where=~allowed)
+            else:
+                fill = _to_format(_real_scalar(mask_value, "mask_value", "a real number or None"), fmt)
+                np.copyto(s, fill, where=~allowed)
+        row_max = s.max(axis=-1, keepdims=True)
+        if mask_value is None and allowed is not None:
+            row_max = np.where(np.isneginf(row_max), np.float32(0), row_max)  # fully masked: zeros
+        e = _to_format(np.exp(_to_format(s - row_max, acc_fmt)), acc_fmt)
+        if accumulate == "float32":
+            total = e.sum(axis=-1, keepdims=True, dtype=np.float32)
+        else:
+            total = np.zeros(e.shape[:-1] + (1,), np.float32)
+            for j in range(m):  # a running sum, rounded at every step
+                total = _to_format(total + e[..., j:j + 1], fmt)
+        weights = np.zeros_like(e)
+        np.divide(e, total, out=weights, where=(total != 0) | np.isnan(total))
+        weights = _to_format(weights, fmt)
+        if accumulate == "float32":
+            out = np.matmul(weights, v)  # float32 sums
+        else:
+            out = _matmul_rounded(weights, v, fmt)
+        out = _to_format(out, fmt)
+    return out, weights
+
+
+# ---------------------------------------------------------------------------
+# Dropout on the attention weights
+# ---------------------------------------------------------------------------
+
+
+def attention_dropout(weights, p, rng):
+    """Inverted dropout on attention weights: zero each with probability ``p``, rescale the rest.
+
+    Each weight is kept where ``rng.random(weights.shape) >= p`` and then
+    divided by ``1 - p``, so every weight keeps its expected value
+    (``E[dropped] = weights``) and each output ``dropped @ v`` is unbiased. A
+    dropped row no longer sums to 1 (only in expectation). Used in training
+    only; at inference ``p = 0``.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., n, m)
+        Attention weights (any real array works).
+    p : float
+        Drop probability, ``0 <= p < 1``. ``p = 0`` returns the weights
+        unchanged (a copy) and draws nothing from ``rng``.
+    rng : numpy.random.Generator or int
+        Where the random draws come from (an int is used as a seed).
+
+    Returns
+    -------
+    ndarray, same shape as ``weights``
+        ``weights * keep / (1 - p)``; float32 in, float32 out, else float64.
+
+    Raises
+    ------
+    ValueError
+        If ``p`` is not a real number in [0, 1), or ``rng`` is neither a
+        Generator nor an int.
+
+    Examples
+    --------
+    >>> w = np.full((1, 4), 0.25)
+    >>> attention_dropout(w, 0.5, np.random.default_rng(0))
+    array([[0.5, 0. , 0. , 0. ]])
+    """
+    w = _real_array(weights, "weights")
+    w = w.astype(_float_dtype(w), copy=True)
+    rule = "a real number with 0 <= p < 1"
+    p = _real_scalar(p, "p", rule)
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"p must be {rule}: got {p!r}")
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)):
+        rng = np.random.default_rng(int(rng))
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator or an int seed: got {type(rng).__name__}")
+    if p == 0.0:
+        return w
+    keep = rng.random(w.shape) >= p
+    w *= keep
+    w /= w.dtype.type(1.0 - p)
+    return w
+
+
+# ---------------------------------------------------------------------------
+# Attention as kernel regression (Nadaraya-Watson)
+# ---------------------------------------------------------------------------
+
+
+def _check_nw(x_query, x_train, y_train, bandwidth):
+    xq = _real_array(x_query, "x_query").astype(np.float64)
+    xt = _real_array(x_train, "x_train").astype(np.float64)
+    yt = _real_array(y_train, "y_train").astype(np.float64)
+    if xq.ndim == 1:
+        xq = xq[:, None]
+    if xt.ndim == 1:
+        xt = xt[:, None]
+    if xq.ndim != 2 or xt.ndim != 2 or xq.shape[1] != xt.shape[1]:
+        raise ValueError(
+            "x_query and x_train must be (n,) and (m,), or (n, d) and (m, d) with the same d: "
+            f"got x_query.shape={np.shape(x_query)}, x_train.shape={np.shape(x_train)}"
+        )
+    if yt.ndim not in (1, 2) or yt.shape[0] != xt.shape[0]:
+        raise ValueError(
+            f"y_train must be (m,) or (m, d_y) with m = len(x_train) = {xt.shape[0]}: got y_train.shape={yt.shape}"
+        )
+    rule = "a finite real number > 0"
+    h = _real_scalar(bandwidth, "bandwidth", rule)
+    if not (math.isfinite(h) and h > 0):
+        raise ValueError(f"bandwidth must be {rule}: got {h!r}")
+    return xq, xt, yt, h
+
+
+def nadaraya_watson(x_query, x_train, y_train, bandwidth):
+    """Nadaraya-Watson kernel regression with a Gaussian kernel, written as attention.
+
+    The prediction at ``x`` is a weighted average of the training targets,
+    with weights ``K((x - x_i) / h) / sum_j K((x - x_j) / h)`` for the Gaussian
+    kernel ``K(u) = exp(-u^2 / 2)``. That is attention: the query is ``x``,
+    the keys are the ``x_i``, the values are the ``y_i``, and the scores are
+    ``-||x - x_i||^2 / (2 h^2)``, so the weights are their softmax. The
+    bandwidth ``h`` plays the part of a temperature (the scores are
+    ``-||x - x_i||^2 / 2`` divided by ``T = h^2``): wide ``h`` averages many
+    points, narrow ``h`` copies the nearest one.
+
+    Parameters
+    ----------
+    x_query : array_like, shape (n,) or (n, d)
+    x_train : array_like, shape (m,) or (m, d)
+    y_train : array_like, shape (m,) or (m, d_y)
+    bandwidth : float
+        ``h``, finite and > 0.
+
+    Returns
+    -------
+    y_hat : ndarray, shape (n,) or (n, d_y) (as ``y_train``)
+    weights : ndarray, shape (n, m)
+        Each row sums to 1.
+
+    Examples
+    --------
+    >>> y_hat, w = nadaraya_watson([0.0, 1.0], [0.0, 1.0, 2.0], [0.0, 1.0, 4.0], 0.5)
+    >>> print(np.round(y_hat, 4), np.round(w.sum(axis=1), 12))
+    [0.1203 1.213 ] [1. 1.]
+    """
+    xq, xt, yt, h = _check_nw(x_query, x_train, y_train, bandwidth)
+    sq_dist = ((xq[:, None, :] - xt[None, :, :]) ** 2).sum(axis=-1)  # (n, 1, d) - (1, m, d) -> (n, m)
+    weights = softmax(-sq_dist / (2 * h * h), axis=-1)  # (n, m)
+    return weights @ yt, weights  # (n, m) x (m,) -> (n,)  or  (m, d_y) -> (n, d_y)
+
+
+def nadaraya_watson_loop(x_query, x_train, y_train, bandwidth):
+    """:func:`nadaraya_watson` as the textbook ratio of kernel sums, with loops.
+
+    ``y_hat(x) = sum_i K((x - x_i)/h) y_i / sum_j K((x - x_j)/h)`` with
+    ``K(u) = exp(-u^2 / 2)``, no softmax and no shift (so far-away queries
+    whose kernels all underflow give NaN here, unlike the softmax form).
+
+    Examples
+    --------
+    >>> print(np.round(nadaraya_watson_loop([0.0, 1.0], [0.0, 1.0, 2.0], [0.0, 1.0, 4.0], 0.5)[0], 4))
+    [0.1203 1.213 ]
+    """
+    xq, xt, yt, h = _check_nw(x_query, x_train, y_train, bandwidth)
+    n, m = xq.shape[0], xt.shape[0]
+    weights = np.zeros((n, m))
+    for a in range(n):
+        kern = [math.exp(-sum(((xq[a, c] - xt[i, c]) / h) ** 2 for c in range(xq.shape[1])) / 2) for i in range(m)]
+        total = sum(kern)
+        weights[a] = [value / total if total > 0 else math.nan for value in kern]
+    return weights @ yt, weights
