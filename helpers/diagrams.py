@@ -1,0 +1,785 @@
+"""Pictures of the attention mechanism itself, for lessons and slides.
+
+Four pictures, each returned as a matplotlib ``Figure``:
+
+``pipeline(q, k, v, tokens)``
+    The whole computation softmax(QK^T / sqrt(d_k)) V as a row of boxes:
+    Q and K^T, their product (the scores), the scores divided by sqrt(d_k),
+    the softmax of each row (the weights), the weights times V, and the
+    output. Each matrix is a box whose width and height are proportional to
+    its number of columns and rows, drawn as a grid of cells; small matrices
+    (at most 6 x 6) have their numbers written in the cells, and each box has
+    its shape written under it. ``scale=False`` draws the unscaled variant
+    softmax(QK^T) V; a boolean ``mask`` (True = may attend) shows the blocked
+    cells hatched, as -inf before the softmax and 0 after it.
+``head_view(weights, query_tokens, key_tokens)``
+    One attention matrix as lines: the query tokens in a left column, the key
+    tokens in a right column, and a line from every query to every key whose
+    width and opacity grow with the weight. A stack of heads (h, n, m) gives
+    one panel per head, side by side.
+``vectors_2d(vectors, labels, query=...)``
+    Two-dimensional vectors as arrows from the origin, so that a dot product
+    can be seen as |q| |k| cos(theta): the query's dot product with each key
+    and the angle between them are written at the keys' tips, and a row of
+    weights, if given, is drawn as bars beside the plane.
+``soft_lookup(query_label, keys, values, weights)``
+    Attention as a soft dictionary lookup: a table of keys and their values;
+    a hard lookup picks exactly one row, attention takes a bit of every row
+    (line widths show how much) and returns the blend sum_j w_j v_j.
+
+Conventions: the figures are made with pyplot, so a notebook shows them by
+itself; assign the result (``fig = ...``) or end the line with ``;`` to show
+a picture once. Token labels are drawn literally (a ``$`` in a token is not
+read as mathematics). Everything is deterministic. Imports NumPy, matplotlib
+and :mod:`helpers.attention` only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .attention import scaled_dot_product_attention
+
+__all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
+
+NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
+LINE_WIDTH = 8.0  # points of line width for a weight of 1 (head view)
+MINUS = "\u2212"  # a real minus sign, wider than the hyphen
+QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
+KEY_COLOUR = "#1f5fa8"  # blue, for keys and attention lines
+FILLS = {  # light fills for the boxes of the pipeline
+    "Q": "#fde0c5",
+    "K": "#cfe0f3",
+    "V": "#d5ecd4",
+    "scores": "#f2f2f2",
+    "out": "#e8dff0",
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _format(x, decimals):
+    """``x`` with ``decimals`` decimals, a real minus sign, and no negative zero."""
+    text = f"{x:.{decimals}f}"
+    if text.lstrip("-").strip("0.") == "":  # -0.00 -> 0.00
+        text = text.lstrip("-")
+    return text.replace("-", MINUS)
+
+
+def _matrix(x, name, ndim=2):
+    """``x`` as a float array of ``ndim`` dimensions, else a ValueError naming it."""
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array: {exc}") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-d: got shape {arr.shape}")
+    return arr
+
+
+def _labels(labels, count, name):
+    """``labels`` as a list of ``count`` strings, else a ValueError naming it."""
+    if isinstance(labels, str):
+        raise ValueError(f"{name} must be a sequence of {count} strings, not one string: got {labels!r}")
+    labels = [str(t) for t in labels]
+    if len(labels) != count:
+        raise ValueError(f"{name} must hold {count} labels: got {len(labels)}")
+    return labels
+
+
+def _new_figure(figsize):
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=figsize)
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+def _split_tokens(tokens, n, m):
+    """Query and key tokens from ``tokens``: n labels (self-attention, n == m) or a pair."""
+    if tokens is None:
+        return None, None
+    if isinstance(tokens, str):
+        raise ValueError(f"tokens must be a sequence of labels, not one string: got {tokens!r}")
+    tokens = list(tokens)
+    pair = len(tokens) == 2 and all(not isinstance(t, str) and np.ndim(t) == 1 for t in tokens)
+    if pair:
+        return _labels(tokens[0], n, "tokens[0] (query tokens)"), _labels(tokens[1], m, "tokens[1] (key tokens)")
+    if n != m:
+        raise ValueError(
+            f"with n={n} queries and m={m} keys, tokens must be a pair (query_tokens, key_tokens): "
+            f"got {len(tokens)} labels"
+        )
+    labels = _labels(tokens, n, "tokens")
+    return labels, labels
+
+
+def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
+    """The attention pipeline as boxes: Q, K^T -> scores -> / sqrt(d_k) -> softmax -> x V -> out.
+
+    Every matrix is a box of rows x columns equal cells, so box widths and
+    heights are proportional to the matrices' dimensions; matrices of at most
+    6 x 6 have their numbers written in the cells, and each box has its shape
+    written under it. Arrows between the stages name the operation.
+
+    Parameters
+    ----------
+    q : array_like, shape (n, d_k)
+        Queries, one row per query token.
+    k : array_like, shape (m, d_k)
+        Keys, one row per key token.
+    v : array_like, shape (m, d_v)
+        Values, one row per key token.
+    tokens : sequence of str, optional
+        n labels when queries and keys are the same tokens (n == m), or a pair
+        ``(query_tokens, key_tokens)`` of n and m labels. They label the rows
+        of Q and of the output and the columns of K^T and of the weights.
+    scale : bool, default True
+        Divide the scores by sqrt(d_k) (a stage of its own). ``False`` draws
+        the unscaled variant softmax(QK^T) V, without that stage.
+    mask : array_like of bool, shape (n, m), optional
+        True = may attend. Blocked cells are hatched and hold -inf before the
+        softmax and 0 after it.
+    decimals : int, default 2
+        Decimals of the numbers written in the cells.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes. Each box is a ``Rectangle`` with gid ``"box:<name>"`` (names
+        ``Q``, ``K^T``, ``scores``, ``scaled`` when scaled, ``weights``, ``V``,
+        ``out``); the number in cell (i, j) is a ``Text`` with gid
+        ``"value:<name>:<i>:<j>"``; masked cells are hatched ``Rectangle``\\ s
+        with gid ``"masked:<name>:<i>:<j>"``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> x = np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]])
+    >>> fig = pipeline(x, x, x, ["I", "am", "happy"])
+    >>> len(fig.axes), sorted(p.get_gid()[4:] for p in fig.axes[0].patches if str(p.get_gid()).startswith("box:"))
+    (1, ['K^T', 'Q', 'V', 'out', 'scaled', 'scores', 'weights'])
+    >>> plt.close(fig)
+    """
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    q = _matrix(q, "q")
+    k = _matrix(k, "k")
+    v = _matrix(v, "v")
+    n, d_k = q.shape
+    m, d_v = v.shape
+    if k.shape[1] != d_k:
+        raise ValueError(f"q and k must have the same width d_k: got q.shape={q.shape}, k.shape={k.shape}")
+    if k.shape[0] != m:
+        raise ValueError(f"k and v must have the same length m: got k.shape={k.shape}, v.shape={v.shape}")
+    if n == 0 or m == 0 or d_k == 0 or d_v == 0:
+        raise ValueError(f"q, k, v must not be empty: got q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    query_tokens, key_tokens = _split_tokens(tokens, n, m)
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise ValueError(f"mask must be boolean (True = may attend): got dtype {mask.dtype}")
+        if mask.shape != (n, m):
+            raise ValueError(f"mask must have the weights' shape (n, m) = ({n}, {m}): got shape {mask.shape}")
+    if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool) or not 0 <= decimals <= 6:
+        raise ValueError(f"decimals must be an integer from 0 to 6: got {decimals!r}")
+
+    factor = 1.0 / math.sqrt(d_k) if scale else 1.0
+    scores = q @ k.T  # (n, d_k) x (d_k, m) -> (n, m)
+    out, weights = scaled_dot_product_attention(q, k, v, mask, scale=factor)  # (n, d_v), (n, m)
+    root = f"\u221a{d_k}"
+    # stages: (name, matrix, fill, title, operator to the next stage, its label)
+    stages = [("Q", q, FILLS["Q"], "Q", "times", "")]
+    stages.append(("K^T", k.T, FILLS["K"], "K\u1d40", "arrow", "="))
+    stages.append(("scores", scores, FILLS["scores"], "scores QK\u1d40", "arrow", f"\u00f7 {root}" if scale else ""))
+    if scale:
+        stages.append(("scaled", scores * factor, FILLS["scores"], f"scaled QK\u1d40 / {root}", "arrow", ""))
+    stages[-1] = stages[-1][:5] + ("softmax\nof each row" if mask is None else "mask, then\nsoftmax\nof each row",)
+    stages.append(("weights", weights, None, "weights", "times", ""))
+    stages.append(("V", v, FILLS["V"], "V", "arrow", "="))
+    stages.append(("out", out, FILLS["out"], "out", None, ""))
+    masked_stages = {"scores", "scaled", "weights"} if mask is not None else set()
+    if mask is not None and not scale:
+        masked_stages = {"scores", "weights"}
+
+    # Layout in inches: boxes of equal square cells, gaps wide enough for the labels.
+    def gap(op, label):
+        if op == "times":
+            return 0.42
+        lines = label.split("\n")
+        return max(0.5, 0.075 * max(len(s) for s in lines) + 0.2)
+
+    gaps = [gap(op, label) for *_, op, label in stages[:-1]]
+    widths = [s[1].shape[1] for s in stages]
+    heights = [s[1].shape[0] for s in stages]
+    left_margin = 0.25 + (0.085 * max(len(t) for t in query_tokens) if query_tokens else 0.0)
+    right_margin = 0.25
+    above = 0.75 + (0.3 if key_tokens else 0.0)  # title (+ key tokens) above the boxes
+    below = 0.45  # shapes under the boxes
+    fig_width = 12.0
+    cell = (fig_width - left_margin - right_margin - sum(gaps)) / sum(widths)
+    cell = min(cell, 0.5, (5.0 - above - below) / max(heights))
+    content = cell * sum(widths) + sum(gaps)
+    fig_height = max(2.6, above + below + cell * max(heights) + 0.2)
+    x = left_margin + max(0.0, (fig_width - left_margin - right_margin - content) / 2)
+    cell_pt = cell * 72
+
+    fig = _new_figure((fig_width, fig_height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, fig_width)
+    ax.set_ylim(0, fig_height)
+    ax.set_axis_off()
+    mid = below + 0.1 + cell * max(heights) / 2  # boxes are centred on this line
+    show_numbers = all(h <= NUMBERS_MAX and w <= NUMBERS_MAX for h, w in zip(heights, widths))
+    texts = {}
+    if show_numbers:
+        for name, matrix, *_ in stages:
+            for (i, j), value in np.ndenumerate(matrix):
+                masked = name in masked_stages and not mask[i, j]
+                if masked:
+                    texts[name, i, j] = f"{MINUS}\u221e" if name != "weights" else "0"
+                else:
+                    texts[name, i, j] = _format(value, decimals)
+    longest = max((len(t) for t in texts.values()), default=1)
+    number_size = float(np.clip(0.92 * cell_pt / (0.64 * longest), 5.0, 12.0))
+    label_size = float(np.clip(cell_pt * 0.45, 7.0, 10.0))
+    grid = cell_pt >= 4
+
+    import matplotlib as mpl
+
+    purples = mpl.colormaps["Purples"]
+    # all titles on one line, above the tallest box and its key tokens
+    title_line = mid + cell * max(heights) / 2 + 0.1 + (0.3 if key_tokens else 0.0)
+    for index, (name, matrix, fill, title, op, label) in enumerate(stages):
+        rows, cols = matrix.shape
+        x0, y0 = x, mid - rows * cell / 2
+        y1 = y0 + rows * cell
+        for (i, j), value in np.ndenumerate(matrix):
+            cx, cy = x0 + j * cell, y1 - (i + 1) * cell
+            masked = name in masked_stages and not mask[i, j]
+            if masked:
+                colour = "#d9d9d9"
+            elif fill is None:  # the weights: shaded by value on the fixed 0-1 scale
+                colour = purples(0.08 + 0.72 * float(np.clip(value, 0, 1)))
+            else:
+                colour = fill
+            ax.add_patch(Rectangle(
+                (cx, cy), cell, cell, facecolor=colour, edgecolor="white" if grid else colour,
+                linewidth=0.8 if grid else 0, hatch="///" if masked else None,
+                gid=f"masked:{name}:{i}:{j}" if masked else f"cell:{name}:{i}:{j}",
+            ))
+            if (name, i, j) in texts:
+                dark = fill is None and not masked and 0.08 + 0.72 * value > 0.5
+                ax.text(cx + cell / 2, cy + cell / 2, texts[name, i, j], ha="center", va="center",
+                        fontsize=number_size, color="white" if dark else "#222222",
+                        gid=f"value:{name}:{i}:{j}")
+        ax.add_patch(Rectangle((x0, y0), cols * cell, rows * cell, fill=False, edgecolor="#333333",
+                               linewidth=1.4, gid=f"box:{name}"))
+        ax.text(x0 + cols * cell / 2, y0 - 0.08, f"({rows}, {cols})", ha="center", va="top",
+                fontsize=label_size, color="#555555", gid=f"shape:{name}")
+        top = y1 + 0.08
+        if key_tokens and name in ("K^T", "weights") and cols <= 12:
+            # the key tokens fit level at 8-9 points when the cells are wide enough, else slant them
+            widest = max(len(t) for t in key_tokens) * 0.6 / 72  # inches per point of font size
+            size = float(np.clip(0.95 * cell / widest, 8.0, label_size * 0.9))
+            slant = size * widest > 0.95 * cell
+            for j, token in enumerate(key_tokens):
+                ax.text(x0 + (j + 0.5) * cell, top, token, ha="left" if slant else "center", va="bottom",
+                        rotation=40 if slant else 0, rotation_mode="anchor", fontsize=size, color=KEY_COLOUR,
+                        parse_math=False, gid=f"token:{name}:{j}")
+            top += 0.3
+        if query_tokens and name == "Q" and rows <= 12:  # rows of scores, weights, out line up with these
+            for i, token in enumerate(query_tokens):
+                ax.text(x0 - 0.06, y1 - (i + 0.5) * cell, token, ha="right", va="center", fontsize=label_size * 0.9,
+                        color=QUERY_COLOUR, parse_math=False, gid=f"token:{name}:{i}")
+        ax.text(x0 + cols * cell / 2, title_line, title, ha="center", va="bottom", fontsize=label_size + 1,
+                fontweight="bold", color="#222222", gid=f"title:{name}")
+        x = x0 + cols * cell
+        if op is None:
+            break
+        g = gaps[index]
+        if op == "times":
+            ax.text(x + g / 2, mid, "\u00d7", ha="center", va="center", fontsize=16, color="#333333", gid=f"op:{name}")
+        else:
+            ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>",
+                                         mutation_scale=14, color="#333333", linewidth=1.4, gid=f"arrow:{name}"))
+            if label:
+                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=9, color="#333333",
+                        linespacing=1.1, gid=f"op:{name}")
+        x += g
+    return fig
+
+
+# --------------------------------------------------------------------------- head view
+
+
+def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
+    n, m = weights.shape
+    rows = max(n, m)
+    yq = (rows - 1) / 2 - np.arange(n) * 1.0  # queries centred vertically
+    yk = (rows - 1) / 2 - np.arange(m) * 1.0
+    for i in range(n):
+        for j in range(m):
+            w = float(weights[i, j])
+            colour, alpha = KEY_COLOUR, 0.15 + 0.85 * w
+            if highlight is not None:
+                if i == highlight:
+                    colour, alpha = QUERY_COLOUR, 0.4 + 0.6 * w
+                else:
+                    alpha *= 0.2
+            ax.plot([0.0, 1.0], [yq[i], yk[j]], color=colour, linewidth=LINE_WIDTH * w, alpha=alpha,
+                    solid_capstyle="butt", gid=f"line:{i}:{j}")
+    box = dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="none", alpha=0.9)
+    for i, token in enumerate(query_tokens):
+        strong = highlight is None or highlight == i
+        ax.text(-0.04, yq[i], token, ha="right", va="center", fontsize=10, parse_math=False, bbox=box,
+                color=QUERY_COLOUR if highlight == i else "#222222", alpha=1.0 if strong else 0.45,
+                fontweight="bold" if highlight == i else "normal", gid=f"query:{i}")
+    for j, token in enumerate(key_tokens):
+        ax.text(1.04, yk[j], token, ha="left", va="center", fontsize=10, parse_math=False, bbox=box,
+                color="#222222", gid=f"key:{j}")
+        if highlight is not None:
+            ax.text(1.04, yk[j] - 0.32, f"{weights[highlight, j]:.2f}", ha="left", va="center", fontsize=8,
+                    color=QUERY_COLOUR, gid=f"weight:{j}")
+    ax.set_xlim(-0.6, 1.6)
+    ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 1.1)
+    ax.set_axis_off()
+    ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#777777")
+    ax.text(1.0, (rows - 1) / 2 + 0.65, "keys", ha="left", va="bottom", fontsize=8, color="#777777")
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, highlight=None):
+    """Attention weights as lines from query tokens (left) to key tokens (right).
+
+    Every query is joined to every key by a straight line whose width
+    (7 points times the weight) and opacity (0.12 + 0.88 times the weight)
+    grow with the weight, in the manner of BertViz's head view.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n, m) or (h, n, m)
+        Attention weights, each row summing to 1; with a head axis, one panel
+        per head side by side.
+    query_tokens : sequence of str, length n
+        Drawn in the left column, top to bottom.
+    key_tokens : sequence of str, length m, optional
+        Drawn in the right column; defaults to ``query_tokens`` (self-attention).
+    ax : matplotlib Axes, optional
+        Draw into this axes (for 2-d weights; for h heads a sequence of h
+        axes). A new figure is made when omitted.
+    title : str, optional
+        Title of the panel (2-d) or of the figure (3-d; panels are "head 1", ...).
+    highlight : int, optional
+        Index of one query: its lines are drawn in orange with their weights
+        written beside the keys, the other queries' lines faintly.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Line (i, j) of a panel is a ``Line2D`` with gid ``"line:<i>:<j>"``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> w = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+    >>> fig = head_view(w, ["I", "am", "happy"])
+    >>> len(fig.axes), len(fig.axes[0].lines)
+    (1, 9)
+    >>> plt.close(fig)
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim not in (2, 3):
+        raise ValueError(f"weights must be 2-d (n, m) or 3-d (h, n, m): got shape {weights.shape}")
+    stack = weights if weights.ndim == 3 else weights[None]
+    h, n, m = stack.shape
+    if not np.all(np.isfinite(stack)) or stack.min() < 0 or stack.max() > 1 + 1e-9:
+        raise ValueError("weights must be finite and between 0 and 1")
+    query_tokens = _labels(query_tokens, n, f"query_tokens (one per row of weights {weights.shape})")
+    key_tokens = _labels(query_tokens if key_tokens is None else key_tokens, m,
+                         f"key_tokens (one per column of weights {weights.shape}; default query_tokens)")
+    if highlight is not None and not (isinstance(highlight, (int, np.integer)) and 0 <= highlight < n):
+        raise ValueError(f"highlight must be a query index from 0 to {n - 1}: got {highlight!r}")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        size = (min(3.8 * h, 14.0), 1.2 + 0.42 * max(n, m))
+        fig, axes = plt.subplots(1, h, figsize=size, squeeze=False, layout="constrained")
+        axes = list(axes[0])
+    else:
+        axes = [ax] if weights.ndim == 2 else list(np.ravel(ax))
+        if len(axes) != h:
+            raise ValueError(f"ax must be one Axes per head: weights have {h} heads, got {len(axes)} axes")
+        fig = axes[0].figure
+    for index, panel in enumerate(axes):
+        panel_title = title if weights.ndim == 2 else f"head {index + 1}"
+        _head_panel(panel, stack[index], query_tokens, key_tokens, panel_title, highlight)
+    if weights.ndim == 3 and title:
+        fig.suptitle(title)
+    return fig
+
+
+# --------------------------------------------------------------------------- vectors in the plane
+
+
+def _place_labels(tips, reach):
+    """Where to write the labels of arrow tips (m, 2): at the tips when apart, else in a column.
+
+    Tips that coincide share one place (their labels are stacked there).
+    Returns ``(places, stack, column)``: one (x, y) per tip, each tip's line
+    in its stack (0, 1, ...), and whether the places form a column beside the
+    arrows (then a leader line joins each label to its tip).
+    """
+    m = len(tips)
+    first = np.arange(m)  # the first tip each tip coincides with
+    stack = np.zeros(m, dtype=int)
+    for j in range(m):
+        same = np.flatnonzero(np.hypot(*(tips[:j] - tips[j]).T) <= 1e-3 * reach)
+        if same.size:
+            first[j] = first[same[0]]
+            stack[j] = int((first[:j] == first[j]).sum())
+    heads = np.flatnonzero(first == np.arange(m))
+    if len(heads) < 2:
+        return tips.copy(), stack, False
+    apart = tips[heads]
+    gaps = np.hypot(*(apart[:, None, :] - apart[None, :, :]).transpose(2, 0, 1))
+    gaps[np.diag_indices(len(heads))] = np.inf
+    if gaps.min() > 0.2 * reach:
+        return tips.copy(), stack, False
+    rows = len(heads)
+    order = heads[np.argsort(-apart[:, 1], kind="stable")]  # the highest tip first
+    top, bottom = tips[:, 1].max(), min(tips[:, 1].min(), 0.0)
+    span = max(top - bottom, 0.25 * reach * (rows - 1))
+    ys = (top + bottom) / 2 + span / 2 - np.arange(rows) * span / (rows - 1)
+    places = np.empty_like(tips)
+    places[order] = np.column_stack([np.full(rows, tips[:, 0].max() + 0.35 * reach), ys])
+    places = places[first]
+    return places, stack, True
+
+
+def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_label=None):
+    """Two-dimensional vectors as arrows from the origin, with a query's dot products.
+
+    A dot product is a length times a length times the cosine of the angle
+    between: q·k = |q| |k| cos θ. With a ``query``, its arrow is drawn in
+    orange, and a table beside the plane gives, for each key, |k|, the angle
+    θ to the query and q·k = |q| |k| cos θ; with ``weights`` the table ends in
+    bars of the weights, so a larger dot product is seen to get a larger weight.
+    When the arrows' tips crowd together, their labels move into a column with
+    a thin leader line to each tip.
+
+    Parameters
+    ----------
+    vectors : array_like, shape (m, 2)
+        The keys (or any 2-d vectors), one per label.
+    labels : sequence of str, length m
+    query : int or array_like of shape (2,), optional
+        An index into ``vectors``, or a 2-vector of its own (e.g. a query
+        made by a different projection than the keys).
+    weights : array_like, shape (m,), optional
+        One row of attention weights (the query's), drawn as bars.
+    ax : matplotlib Axes, or a pair of Axes, optional
+        Where to draw: one Axes for the plane alone, a pair (plane, table)
+        when ``query`` or ``weights`` is given. A new figure when omitted.
+    query_label : str, optional
+        Name of the query; default the label of the indexed vector, or "query".
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes (the plane), or two (the plane and the table). Key j's dot
+        product with the query is a ``Text`` with gid ``"dot:<j>"`` (written
+        to 2 decimals), its angle one with gid ``"angle:<j>"`` (in degrees),
+        its bar a ``Rectangle`` with gid ``"bar:<j>"`` (lengths proportional
+        to the weights, the largest filling the column; the values are written).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> k = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> fig = vectors_2d(k, ["cat", "sat", "mat"], query=2, weights=[0.2, 0.2, 0.6])
+    >>> len(fig.axes), fig.axes[1].texts[0].get_text()
+    (2, 'key')
+    >>> plt.close(fig)
+    """
+    vectors = _matrix(vectors, "vectors")
+    if vectors.shape[1] != 2 or len(vectors) == 0:
+        raise ValueError(f"vectors must have shape (m, 2), 2-d vectors in rows: got shape {vectors.shape}")
+    m = len(vectors)
+    labels = _labels(labels, m, f"labels (one per row of vectors {vectors.shape})")
+    q = None
+    indexed = isinstance(query, (int, np.integer)) and not isinstance(query, bool)
+    if indexed:
+        if not 0 <= query < m:
+            raise ValueError(f"query index must be from 0 to {m - 1}: got {query}")
+        q = vectors[query]
+        query_label = labels[query] if query_label is None else str(query_label)
+    elif query is not None:
+        q = np.asarray(query, dtype=float)
+        if q.shape != (2,):
+            raise ValueError(f"query must be an index or a 2-vector of shape (2,): got shape {q.shape}")
+        query_label = "query" if query_label is None else str(query_label)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (m,):
+            raise ValueError(f"weights must be one row of shape (m,) = ({m},): got shape {weights.shape}")
+        if not np.all(np.isfinite(weights)) or weights.min() < 0:
+            raise ValueError("weights must be finite and non-negative")
+    side = q is not None or weights is not None
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        if side:
+            fig, (plane, table) = plt.subplots(
+                1, 2, figsize=(12.0, 5.0), layout="constrained", gridspec_kw={"width_ratios": [1.0, 1.15]})
+        else:
+            fig, plane = plt.subplots(figsize=(6.0, 5.0), layout="constrained")
+            table = None
+    else:
+        axes = list(np.ravel(ax)) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
+        if len(axes) != (2 if side else 1):
+            raise ValueError(
+                f"ax must be one Axes, or two (plane, table) when query or weights are given: got {len(axes)}")
+        plane, table = axes[0], (axes[1] if side else None)
+        fig = plane.figure
+
+    # ---- the plane
+    extra = q is not None and not indexed
+    tips = np.vstack([vectors, q]) if extra else vectors  # (m or m + 1, 2)
+    names = labels + [query_label] if extra else labels
+    colours = [KEY_COLOUR] * m + ([QUERY_COLOUR] if extra else [])
+    if indexed:
+        colours[query] = QUERY_COLOUR
+    reach = float(np.abs(tips).max())
+    reach = reach if reach > 0 else 1.0
+    places, stack, column = _place_labels(tips, reach)
+    pad = 0.25 * reach
+    lo = np.minimum(np.minimum(tips.min(axis=0), places.min(axis=0)), 0) - pad
+    hi = np.maximum(np.maximum(tips.max(axis=0), places.max(axis=0)), 0) + pad
+    if column:
+        hi[0] += 0.12 * reach * max(len(t) for t in names) / 4  # room for the words of the column
+    plane.set_xlim(lo[0], hi[0])
+    plane.set_ylim(lo[1], hi[1])
+    plane.set_aspect("equal", adjustable="box")
+    plane.axhline(0, color="#aaaaaa", linewidth=0.8, zorder=0)
+    plane.axvline(0, color="#aaaaaa", linewidth=0.8, zorder=0)
+    plane.grid(True, color="#eeeeee", zorder=-1)
+    plane.set_xlabel("dimension 1")
+    plane.set_ylabel("dimension 2")
+    plane.spines[["top", "right"]].set_visible(False)
+    for j, (tip, colour) in enumerate(zip(tips, colours)):
+        gid = "arrow:query" if extra and j == m else f"arrow:{j}"
+        width = 2.6 if colour == QUERY_COLOUR else 1.8
+        plane.annotate("", xy=(tip[0], tip[1]), xytext=(0, 0), gid=gid, zorder=3 if colour == QUERY_COLOUR else 2,
+                       arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=width, mutation_scale=15,
+                                       shrinkA=0, shrinkB=0))
+    for j, (tip, place, name, colour) in enumerate(zip(tips, places, names, colours)):
+        gid = "label:query" if extra and j == m else f"label:{j}"
+        if column:
+            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(place[0], place[1] - 0.1 * reach * stack[j]),
+                           ha="left", va="center",
+                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid,
+                           arrowprops=dict(arrowstyle="-", color=colour, linewidth=0.6, alpha=0.6,
+                                           shrinkA=2, shrinkB=2))
+        else:
+            norm = float(np.hypot(*tip))
+            u = tip / norm if norm > 0 else np.array([0.0, 1.0])
+            plane.annotate(name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - 15 * stack[j]),
+                           textcoords="offset points",
+                           ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
+                           va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
+                           fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
+    if q is not None:
+        plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+
+    # ---- the table: |k|, angle, q·k, and the weights as bars
+    if table is None:
+        return fig
+    table.set_ylim(m - 0.4, -1.2)  # row j at y = j, the header at y = -1
+    table.set_xlim(0, 1)
+    table.set_axis_off()
+    header = dict(ha="center", va="center", fontsize=10, color="#555555", fontweight="bold")
+    columns = {"key": 0.08}
+    if q is not None:
+        columns.update({"|k|": 0.21, "\u03b8": 0.31, "q\u00b7k = |q| |k| cos \u03b8": 0.49})
+    bar_left = 0.66 if q is not None else 0.22
+    for name, x in columns.items():
+        table.text(x, -1, name, **header, parse_math=False)
+    if weights is not None:
+        table.text((bar_left + 0.98) / 2, -1, "weight", **header)
+    nq = float(np.hypot(*q)) if q is not None else 0.0
+    for j, (vec, label) in enumerate(zip(vectors, labels)):
+        if j % 2 == 0:
+            table.axhspan(j - 0.5, j + 0.5, color="#f4f4f4", zorder=0)
+        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11, color=colours[j],
+                   parse_math=False, gid=f"key:{j}")
+        if q is None:
+            continue
+        nk = float(np.hypot(*vec))
+        dot = float(q @ vec)
+        if nq > 0 and nk > 0:
+            angle = f"{math.degrees(math.acos(max(-1.0, min(1.0, dot / (nq * nk))))):.0f}\u00b0"
+        else:
+            angle = "\u2013"  # no angle with a zero vector
+        table.text(columns["|k|"], j, _format(nk, 2), ha="center", va="center", fontsize=11, gid=f"norm:{j}")
+        table.text(columns["\u03b8"], j, angle, ha="center", va="center", fontsize=11, gid=f"angle:{j}")
+        table.text(columns["q\u00b7k = |q| |k| cos \u03b8"], j, _format(dot, 2), ha="center", va="center",
+                   fontsize=11, fontweight="bold", gid=f"dot:{j}")
+    if q is not None:
+        table.text(0.5, m - 0.05, f"|q| = {_format(nq, 2)}  ('{query_label}')", ha="center", va="top",
+                   fontsize=10, color=QUERY_COLOUR, parse_math=False, gid="query_norm")
+    if weights is not None:
+        from matplotlib.patches import Rectangle
+
+        longest = 0.98 - bar_left - 0.09  # room for the written value after the bar
+        top = float(weights.max()) if weights.max() > 0 else 1.0  # the largest weight fills the column
+        for j, w in enumerate(weights):
+            table.add_patch(Rectangle((bar_left, j - 0.32), longest * w / top, 0.64, facecolor=KEY_COLOUR,
+                                      gid=f"bar:{j}"))
+            table.text(bar_left + longest * w / top + 0.01, j, _format(w, 2), ha="left", va="center",
+                       fontsize=10, gid=f"weight:{j}")
+        table.plot([bar_left, bar_left], [-0.5, m - 0.5], color="#555555", linewidth=0.8)
+    if q is not None or weights is not None:
+        what = "weights" if q is None else f"the query '{query_label}' against each key"
+        table.set_title(what, fontsize=11)
+    return fig
+
+
+# --------------------------------------------------------------------------- soft lookup
+
+
+def _value_text(value):
+    value = np.atleast_1d(value)
+    if value.size == 1:
+        return _format(float(value[0]), 2)
+    return "[" + ", ".join(_format(float(x), 2) for x in value) + "]"
+
+
+def _lookup_layout(keys, values, results):
+    """x positions (data units, about 1.1 inch each) of the lookup picture's columns."""
+    char = 0.075  # width of a character at 10 points, in data units
+    query_x = 0.3
+    key_x = 2.3
+    value_x = key_x + 0.45 + char * max(len(k) for k in keys) / 2
+    value_end = value_x + char * max(len(_value_text(v)) for v in values)
+    out_x = value_end + 1.3
+    right = out_x + char * max(len(r) for r in results) + 0.3
+    return dict(query=query_x, key=key_x, value=value_x, value_end=value_end, out=out_x, right=right)
+
+
+def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption, layout):
+    """One lookup: query -> keys (line width ~ weight), values -> output (the same widths)."""
+    from matplotlib.patches import FancyBboxPatch
+
+    m = len(keys)
+    ys = (m - 1) / 2 - np.arange(m) * 1.0  # row j at ys[j], centred on 0
+    x = layout
+    ax.set_xlim(-0.4, x["right"])
+    ax.set_ylim(-(m - 1) / 2 - 0.8, (m - 1) / 2 + 1.0)
+    ax.set_axis_off()
+    ax.text(x["key"], ys[0] + 0.6, "key", ha="center", va="bottom", fontsize=9, color="#777777")
+    ax.text(x["value"], ys[0] + 0.6, "value", ha="left", va="bottom", fontsize=9, color="#777777")
+    start, end = np.array([x["query"] + 0.5, 0.0]), np.array([x["key"] - 0.2 - 0.045 * max(map(len, keys)), 0.0])
+    for j in range(m):
+        w = float(weights[j])
+        width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
+        ax.plot([start[0], end[0]], [0.0, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
+                solid_capstyle="butt", gid=f"line:{j}")
+        ax.plot([x["value_end"] + 0.1, x["out"] - 0.15], [ys[j], 0.0], color="#6a4c93", linewidth=width,
+                alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
+        # the weight, written near the key end of its line, just above it
+        t = 0.78
+        ax.text(start[0] + t * (end[0] - start[0]), t * ys[j] + 0.14, _format(w, 2), ha="center", va="bottom",
+                fontsize=8.5, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
+        box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
+                   alpha=0.3 + 0.7 * w)
+        ax.text(x["key"], ys[j], keys[j], ha="center", va="center", fontsize=10, parse_math=False, bbox=box,
+                gid=f"key:{j}")
+        ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
+                color="#222222" if w > 0 else "#aaaaaa", gid=f"value:{j}")
+    ax.add_patch(FancyBboxPatch((x["query"] - 0.45, -0.25), 0.9, 0.5, boxstyle="round,pad=0.05",
+                                facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
+    ax.text(x["query"], 0.0, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
+    ax.text(x["query"], -0.45, "query", ha="center", va="top", fontsize=8.5, color="#777777")
+    ax.text(x["out"], 0.0, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
+            bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
+    ax.text(x["out"], -0.45, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
+    ax.set_title(title, fontsize=11, loc="left")
+
+
+def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
+    """A dictionary lookup next to attention's soft lookup.
+
+    A dictionary compares the query with each key and returns the value of
+    the one key that matches. Attention gives every key a weight (summing to
+    1) and returns the blend sum_j w_j v_j: line widths show the weights.
+
+    Parameters
+    ----------
+    query_label : str
+        What is looked up.
+    keys : sequence of str, length m
+    values : array_like, shape (m,) or (m, d_v)
+        One value (a number or a vector) per key.
+    weights : array_like, shape (m,)
+        Attention weights of the query over the keys: non-negative, sum 1.
+    hard_index : int, optional
+        The key a hard lookup would match; then a first panel shows that
+        lookup, returning exactly ``values[hard_index]``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel (attention), or two (hard lookup above, attention below).
+        The blended output is a ``Text`` with gid ``"result"``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig = soft_lookup("fruit?", ["apple", "car", "pear"], [1.0, 5.0, 2.0], [0.6, 0.1, 0.3], hard_index=0)
+    >>> len(fig.axes)
+    2
+    >>> plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(keys, str):
+        raise ValueError(f"keys must be a sequence of strings, not one string: got {keys!r}")
+    keys = [str(key) for key in keys]
+    m = len(keys)
+    try:
+        values = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be numbers (m,) or vectors (m, d_v): {exc}") from None
+    if values.ndim not in (1, 2) or len(values) != m:
+        raise ValueError(f"values must have shape (m,) or (m, d_v) with m={m} keys: got shape {values.shape}")
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != (m,):
+        raise ValueError(f"weights must be one row of shape (m,) = ({m},): got shape {weights.shape}")
+    if not np.all(np.isfinite(weights)) or weights.min() < 0 or abs(weights.sum() - 1) > 1e-6:
+        raise ValueError(f"weights must be non-negative and sum to 1: got sum {weights.sum():.6g}")
+    if hard_index is not None and not (isinstance(hard_index, (int, np.integer)) and 0 <= hard_index < m):
+        raise ValueError(f"hard_index must be a key index from 0 to {m - 1}: got {hard_index!r}")
+    blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
+    query_label = str(query_label)
+    results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
+    layout = _lookup_layout(keys, values, results + ["output = sum of w_j v_j"])
+    panels = 1 if hard_index is None else 2
+    height = 0.55 * m + 1.4
+    width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))
+    fig, axes = plt.subplots(panels, 1, figsize=(width, panels * height), squeeze=False, layout="constrained")
+    if hard_index is not None:
+        one_hot = np.zeros(m)
+        one_hot[hard_index] = 1.0
+        _lookup_panel(axes[0, 0], query_label, keys, values, one_hot,
+                      "a dictionary: one key matches, its value comes out", results[1],
+                      f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"), layout)
+    _lookup_panel(axes[-1, 0], query_label, keys, values, weights,
+                  "attention: every key matches a little, a blend of the values comes out", results[0],
+                  r"output = $\sum_j\ w_j\, v_j$ (weights $\times$ values)", layout)
+    return fig

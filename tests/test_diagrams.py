@@ -1,0 +1,329 @@
+"""Tests of helpers.diagrams: the pictures encode the right numbers, sizes and weights.
+
+Each picture is read back through its artists (patches, lines, texts carry a
+``gid``) and compared with an independent NumPy computation.
+"""
+
+import io
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from helpers import diagrams
+from helpers.examples import load_example
+
+MINUS = "\u2212"
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def softmax_rows(x):
+    """Independent softmax along the last axis (no helper code)."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def artists(fig, prefix):
+    """{gid: artist} of every artist in the figure whose gid starts with ``prefix``."""
+    found = {}
+    for artist in fig.findobj(lambda a: str(a.get_gid()).startswith(prefix)):
+        found[artist.get_gid()] = artist
+    return found
+
+
+def number(text):
+    return float(text.replace(MINUS, "-"))
+
+
+def matrix_in(fig, name, shape):
+    """The numbers written in the cells of box ``name``, as an array of ``shape``."""
+    texts = artists(fig, f"value:{name}:")
+    out = np.full(shape, np.nan)
+    for gid, text in texts.items():
+        i, j = map(int, gid.split(":")[2:])
+        out[i, j] = number(text.get_text())
+    return out
+
+
+def render(fig):
+    """Draw the figure (warnings, e.g. missing glyphs or bad mathtext, are errors here)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=50)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def happy():
+    ex = load_example("i_am_happy")
+    return ex.inputs, ex.tokens
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+def test_pipeline_boxes_are_sized_by_the_shapes():
+    n, m, d_k, d_v = 2, 5, 4, 3
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    fig = diagrams.pipeline(q, k, v, (["a", "b"], list("vwxyz")))
+    boxes = artists(fig, "box:")
+    shapes = {"Q": (n, d_k), "K^T": (d_k, m), "scores": (n, m), "scaled": (n, m), "weights": (n, m),
+              "V": (m, d_v), "out": (n, d_v)}
+    assert set(boxes) == {f"box:{name}" for name in shapes}
+    cells = []
+    for name, (rows, cols) in shapes.items():
+        box = boxes[f"box:{name}"]
+        cells += [box.get_width() / cols, box.get_height() / rows]
+        assert artists(fig, f"shape:{name}")[f"shape:{name}"].get_text() == f"({rows}, {cols})"
+    np.testing.assert_allclose(cells, cells[0], rtol=1e-12)  # one cell size: width, height ∝ dims
+    render(fig)
+
+
+def test_pipeline_numbers_are_the_computation(happy):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens, decimals=3)
+    scores = x @ x.T
+    scaled = scores / np.sqrt(3)
+    weights = softmax_rows(scaled)
+    for name, expected in (("Q", x), ("K^T", x.T), ("scores", scores), ("scaled", scaled),
+                           ("weights", weights), ("V", x), ("out", weights @ x)):
+        np.testing.assert_allclose(matrix_in(fig, name, expected.shape), expected, atol=5e-4, err_msg=name)
+    assert [artists(fig, f"token:Q:{i}")[f"token:Q:{i}"].get_text() for i in range(3)] == tokens
+    assert [artists(fig, f"token:K^T:{j}")[f"token:K^T:{j}"].get_text() for j in range(3)] == tokens
+    render(fig)
+
+
+def test_pipeline_unscaled_has_no_division_stage(happy):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens, scale=False)
+    assert "box:scaled" not in artists(fig, "box:")
+    assert not any("\u221a" in t.get_text() for t in fig.axes[0].texts)
+    np.testing.assert_allclose(matrix_in(fig, "weights", (3, 3)), softmax_rows(x @ x.T), atol=5e-3)
+
+
+def test_pipeline_mask_blocks_cells(happy):
+    x, tokens = happy
+    mask = np.tril(np.ones((3, 3), dtype=bool))  # True = may attend
+    fig = diagrams.pipeline(x, x, x, tokens, mask=mask, decimals=3)
+    blocked = {tuple(map(int, gid.split(":")[2:])) for gid in artists(fig, "masked:weights:")}
+    assert blocked == {tuple(ij) for ij in np.argwhere(~mask)}
+    for name in ("scores", "scaled", "weights"):
+        hatched = artists(fig, f"masked:{name}:")
+        assert len(hatched) == (~mask).sum() and all(p.get_hatch() for p in hatched.values())
+    scaled = np.where(mask, x @ x.T / np.sqrt(3), -np.inf)
+    for i, j in np.argwhere(~mask):
+        assert artists(fig, f"value:scaled:{i}:{j}")[f"value:scaled:{i}:{j}"].get_text() == f"{MINUS}\u221e"
+    np.testing.assert_allclose(matrix_in(fig, "weights", (3, 3)), softmax_rows(scaled), atol=5e-4)
+    render(fig)
+
+
+def test_pipeline_large_matrices_have_no_numbers():
+    x = np.arange(16.0).reshape(8, 2) / 10
+    fig = diagrams.pipeline(x, x, x)
+    assert artists(fig, "value:") == {}
+    assert len(artists(fig, "box:")) == 7
+
+
+def test_pipeline_token_labels_are_literal(happy):
+    x, _ = happy
+    tokens = ["$5", "$x^2$", "a_b"]
+    fig = diagrams.pipeline(x, x, x, tokens)
+    labels = artists(fig, "token:Q:")
+    assert [labels[f"token:Q:{i}"].get_text() for i in range(3)] == tokens
+    assert not any(t.get_parse_math() for t in labels.values())
+    render(fig)
+
+
+def test_pipeline_is_deterministic(happy):
+    x, tokens = happy
+    assert render(diagrams.pipeline(x, x, x, tokens)) == render(diagrams.pipeline(x, x, x, tokens))
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((np.ones(3), np.ones((3, 3)), np.ones((3, 3))), {}, r"q must be 2-d: got shape \(3,\)"),
+        ((np.ones((3, 2)), np.ones((3, 3)), np.ones((3, 3))), {}, r"same width d_k.*q.shape=\(3, 2\)"),
+        ((np.ones((3, 2)), np.ones((3, 2)), np.ones((4, 2))), {}, r"same length m.*v.shape=\(4, 2\)"),
+        ((np.ones((3, 2)),) * 3, {"tokens": ["a", "b"]}, r"tokens must hold 3 labels: got 2"),
+        ((np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2))), {"tokens": ["a", "b"]}, r"must be a pair"),
+        ((np.ones((3, 2)),) * 3, {"mask": np.ones((3, 2), bool)}, r"mask must have .* \(3, 3\): got shape \(3, 2\)"),
+        ((np.ones((3, 2)),) * 3, {"mask": np.ones((3, 3))}, r"mask must be boolean"),
+    ],
+)
+def test_pipeline_rejects_bad_input(args, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.pipeline(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- head view
+
+
+def lines_of(ax, n, m):
+    found = {line.get_gid(): line for line in ax.lines if str(line.get_gid()).startswith("line:")}
+    return [[found[f"line:{i}:{j}"] for j in range(m)] for i in range(n)]
+
+
+def test_head_view_lines_follow_the_weights(happy):
+    x, tokens = happy
+    weights = softmax_rows(x @ x.T / np.sqrt(3))
+    fig = diagrams.head_view(weights, tokens)
+    (ax,) = fig.axes
+    lines = lines_of(ax, 3, 3)
+    assert len([a for a in ax.lines if str(a.get_gid()).startswith("line:")]) == 9
+    width = np.array([[line.get_linewidth() for line in row] for row in lines])
+    alpha = np.array([[line.get_alpha() for line in row] for row in lines])
+    np.testing.assert_allclose(width, diagrams.LINE_WIDTH * weights)  # width ∝ weight
+    w, a = weights.ravel(), alpha.ravel()
+    heavier = w[:, None] > w[None, :] + 1e-12  # opacity grows strictly with the weight
+    assert np.all(a[:, None] > a[None, :] - ~heavier) and heavier.any()
+    assert alpha.min() > 0 and alpha.max() <= 1
+    for i in range(3):  # each line joins query i (left) to key j (right)
+        for j in range(3):
+            (x0, x1), (y0, y1) = lines[i][j].get_data()
+            assert x0 < x1 and y0 == lines[i][0].get_ydata()[0] and y1 == lines[0][j].get_ydata()[1]
+    render(fig)
+
+
+def test_head_view_one_panel_per_head():
+    rng = np.random.default_rng(1)
+    weights = softmax_rows(rng.normal(size=(3, 4, 5)))
+    fig = diagrams.head_view(weights, list("abcd"), list("vwxyz"), title="three heads")
+    assert len(fig.axes) == 3
+    for h, ax in enumerate(fig.axes):
+        width = np.array([[line.get_linewidth() for line in row] for row in lines_of(ax, 4, 5)])
+        np.testing.assert_allclose(width, diagrams.LINE_WIDTH * weights[h])
+        assert ax.get_title() == f"head {h + 1}"
+    render(fig)
+
+
+def test_head_view_highlight_and_given_axes():
+    weights = np.array([[0.7, 0.3], [0.1, 0.9]])
+    fig, (left, right) = plt.subplots(1, 2)
+    assert diagrams.head_view(weights, ["a", "b"], ax=right, highlight=1) is fig
+    assert not left.lines and len(right.lines) == 4
+    lines = lines_of(right, 2, 2)
+    assert all(line.get_color() == diagrams.QUERY_COLOUR for line in lines[1])
+    assert max(line.get_alpha() for line in lines[0]) < min(line.get_alpha() for line in lines[1])
+    written = [right.texts[k].get_text() for k in range(len(right.texts)) if right.texts[k].get_gid() == "weight:1"]
+    assert written == ["0.90"]
+
+
+@pytest.mark.parametrize(
+    ("weights", "tokens", "kwargs", "message"),
+    [
+        (np.ones(3) / 3, ["a", "b", "c"], {}, r"weights must be 2-d \(n, m\) or 3-d \(h, n, m\): got shape \(3,\)"),
+        (np.ones((2, 2)) / 2, ["a", "b", "c"], {}, r"query_tokens .* must hold 2 labels: got 3"),
+        (np.ones((2, 3)) / 3, ["a", "b"], {}, r"key_tokens .* must hold 3 labels: got 2"),
+        (np.ones((2, 2)) / 2, ["a", "b"], {"highlight": 2}, r"highlight must be a query index from 0 to 1"),
+        (np.full((2, 2), 2.0), ["a", "b"], {}, r"between 0 and 1"),
+    ],
+)
+def test_head_view_rejects_bad_input(weights, tokens, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.head_view(weights, tokens, **kwargs)
+
+
+def test_head_view_needs_one_axes_per_head():
+    _, ax = plt.subplots()
+    with pytest.raises(ValueError, match="one Axes per head: weights have 2 heads, got 1"):
+        diagrams.head_view(np.ones((2, 2, 2)) / 2, ["a", "b"], ax=ax)
+
+
+# ----------------------------------------------------------------------------- vectors in the plane
+
+
+def test_vectors_2d_annotates_dot_products_and_angles():
+    ex = load_example("journey")
+    q, keys = ex.q[1], ex.k
+    weights = softmax_rows(keys @ q / np.sqrt(2))
+    fig = diagrams.vectors_2d(keys, ex.tokens, query=q, weights=weights, query_label="journey")
+    plane, table = fig.axes
+    dots = artists(fig, "dot:")
+    angles = artists(fig, "angle:")
+    cosines = keys @ q / (np.linalg.norm(keys, axis=1) * np.linalg.norm(q))
+    for j in range(len(keys)):
+        assert number(dots[f"dot:{j}"].get_text()) == pytest.approx(keys[j] @ q, abs=0.005)
+        degrees = float(angles[f"angle:{j}"].get_text().rstrip("\u00b0"))
+        assert degrees == pytest.approx(math.degrees(math.acos(cosines[j])), abs=0.5)
+    arrows = artists(fig, "arrow:")  # each arrow ends at its vector
+    for j, key in enumerate(keys):
+        np.testing.assert_allclose(arrows[f"arrow:{j}"].xy, key)
+    np.testing.assert_allclose(arrows["arrow:query"].xy, q)
+    bars = artists(fig, "bar:")
+    lengths = np.array([bars[f"bar:{j}"].get_width() for j in range(len(keys))])
+    np.testing.assert_allclose(lengths / lengths.max(), weights / weights.max())  # bar ∝ weight
+    assert plane.get_aspect() == 1.0
+    render(fig)
+
+
+def test_vectors_2d_query_by_index_and_plane_alone():
+    keys = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"], query=2)
+    assert len(fig.axes) == 2 and "arrow:query" not in artists(fig, "arrow:")
+    assert [number(artists(fig, f"dot:{j}")[f"dot:{j}"].get_text()) for j in range(3)] == [1.0, 1.0, 2.0]
+    assert [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)] == ["45\u00b0", "45\u00b0", "0\u00b0"]
+    fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"])
+    assert len(fig.axes) == 1 and artists(fig, "dot:") == {}
+    render(fig)
+
+
+@pytest.mark.parametrize(
+    ("vectors", "labels", "kwargs", "message"),
+    [
+        (np.ones((3, 3)), list("abc"), {}, r"vectors must have shape \(m, 2\).*got shape \(3, 3\)"),
+        (np.ones(2), ["a"], {}, r"vectors must be 2-d: got shape \(2,\)"),
+        (np.ones((3, 2)), list("ab"), {}, r"labels .* must hold 3 labels: got 2"),
+        (np.ones((3, 2)), list("abc"), {"query": np.ones(3)}, r"query must be .* got shape \(3,\)"),
+        (np.ones((3, 2)), list("abc"), {"query": 3}, r"query index must be from 0 to 2"),
+        (np.ones((3, 2)), list("abc"), {"weights": np.ones(2) / 2}, r"weights must be one row .*\(3,\): got shape \(2,\)"),
+    ],
+)
+def test_vectors_2d_rejects_bad_input(vectors, labels, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.vectors_2d(vectors, labels, **kwargs)
+
+
+# ----------------------------------------------------------------------------- soft lookup
+
+
+def test_soft_lookup_returns_the_blend_and_the_hard_value():
+    values = np.array([[0.1, 0.2], [0.4, 0.5], [0.7, 0.8]])
+    weights = np.array([0.2, 0.3, 0.5])
+    fig = diagrams.soft_lookup("happy", ["I", "am", "happy"], values, weights, hard_index=2)
+    hard, soft = fig.axes
+    result = {ax: next(t.get_text() for t in ax.texts if t.get_gid() == "result") for ax in (hard, soft)}
+    assert result[hard] == "[0.70, 0.80]"
+    blend = weights @ values
+    assert result[soft] == f"[{blend[0]:.2f}, {blend[1]:.2f}]"
+    widths = [next(line for line in soft.lines if line.get_gid() == f"line:{j}").get_linewidth() for j in range(3)]
+    assert np.all(np.diff(widths) > 0)  # the weights increase, so must the line widths
+    hard_widths = [next(line for line in hard.lines if line.get_gid() == f"line:{j}").get_linewidth() for j in range(3)]
+    assert hard_widths[2] > 10 * max(hard_widths[:2])
+    render(fig)
+
+
+def test_soft_lookup_scalar_values_one_panel():
+    fig = diagrams.soft_lookup("fruit?", ["apple", "car", "pear"], [1.0, 5.0, 2.0], [0.6, 0.1, 0.3])
+    (ax,) = fig.axes
+    assert next(t.get_text() for t in ax.texts if t.get_gid() == "result") == f"{0.6 + 0.5 + 0.6:.2f}"
+
+
+@pytest.mark.parametrize(
+    ("keys", "values", "weights", "kwargs", "message"),
+    [
+        (["a", "b"], [1.0, 2.0], [0.5, 0.6], {}, r"sum to 1"),
+        (["a", "b"], [1.0, 2.0, 3.0], [0.5, 0.5], {}, r"values must have shape .* m=2 keys: got shape \(3,\)"),
+        (["a", "b"], [1.0, 2.0], [1.0], {}, r"weights must be one row .*\(2,\): got shape \(1,\)"),
+        (["a", "b"], [1.0, 2.0], [0.5, 0.5], {"hard_index": 2}, r"hard_index must be a key index from 0 to 1"),
+    ],
+)
+def test_soft_lookup_rejects_bad_input(keys, values, weights, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.soft_lookup("q", keys, values, weights, **kwargs)
