@@ -45,6 +45,8 @@ from .attention import scaled_dot_product_attention
 __all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
 
 NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
+CELLS_MAX = 144  # up to this many cells a matrix is drawn cell by cell, beyond as one image
+LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # relative luminance of linear RGB
 LINE_WIDTH = 8.0  # points of line width for a weight of 1 (head view)
 MINUS = "\u2212"  # a real minus sign, wider than the hyphen
 QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
@@ -154,7 +156,8 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         ``Q``, ``K^T``, ``scores``, ``scaled`` when scaled, ``weights``, ``V``,
         ``out``); the number in cell (i, j) is a ``Text`` with gid
         ``"value:<name>:<i>:<j>"``; masked cells are hatched ``Rectangle``\\ s
-        with gid ``"masked:<name>:<i>:<j>"``.
+        with gid ``"masked:<name>:<i>:<j>"``. A matrix of more than 144 cells
+        is drawn as one image (gid ``"cells:<name>"``), without numbers.
 
     Examples
     --------
@@ -218,15 +221,23 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
     heights = [s[1].shape[0] for s in stages]
     left_margin = 0.25 + (0.085 * max(len(t) for t in query_tokens) if query_tokens else 0.0)
     right_margin = 0.25
-    above = 0.75 + (0.3 if key_tokens else 0.0)  # title (+ key tokens) above the boxes
+    above = 0.5 + (0.3 if key_tokens else 0.0)  # title (+ key tokens) above the boxes
     below = 0.45  # shapes under the boxes
     fig_width = 12.0
     cell = (fig_width - left_margin - right_margin - sum(gaps)) / sum(widths)
     cell = min(cell, 0.5, (5.0 - above - below) / max(heights))
     content = cell * sum(widths) + sum(gaps)
-    fig_height = max(2.6, above + below + cell * max(heights) + 0.2)
     x = left_margin + max(0.0, (fig_width - left_margin - right_margin - content) / 2)
     cell_pt = cell * 72
+    label_size = float(np.clip(cell_pt * 0.45, 8.5, 10.0))
+    # key tokens above K^T and the weights: level at 8-9 points when the cells are wide enough, else slanted
+    band = 0.0
+    if key_tokens:
+        widest = max(len(t) for t in key_tokens) * 0.6 / 72  # inches per point of font size
+        token_size = float(np.clip(0.95 * cell / widest, 8.0, label_size * 0.9))
+        slant = token_size * widest > 0.95 * cell
+        band = 0.12 + (0.66 * token_size * widest if slant else token_size / 72 * 1.3)
+    fig_height = max(2.4, 0.5 + band + below + cell * max(heights) + 0.15)
 
     fig = _new_figure((fig_width, fig_height))
     ax = fig.add_axes((0, 0, 1, 1))
@@ -246,34 +257,37 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                     texts[name, i, j] = _format(value, decimals)
     longest = max((len(t) for t in texts.values()), default=1)
     number_size = float(np.clip(0.92 * cell_pt / (0.64 * longest), 5.0, 12.0))
-    label_size = float(np.clip(cell_pt * 0.45, 7.0, 10.0))
     grid = cell_pt >= 4
 
     import matplotlib as mpl
+    from matplotlib.colors import to_rgba
 
     purples = mpl.colormaps["Purples"]
     # all titles on one line, above the tallest box and its key tokens
-    title_line = mid + cell * max(heights) / 2 + 0.1 + (0.3 if key_tokens else 0.0)
+    title_line = mid + cell * max(heights) / 2 + 0.1 + band
     for index, (name, matrix, fill, title, op, label) in enumerate(stages):
         rows, cols = matrix.shape
         x0, y0 = x, mid - rows * cell / 2
         y1 = y0 + rows * cell
-        for (i, j), value in np.ndenumerate(matrix):
+        blocked = (~mask) if name in masked_stages else np.zeros(matrix.shape, dtype=bool)
+        if fill is None:  # the weights: shaded by value on the fixed 0-1 scale
+            colours = purples(0.08 + 0.72 * np.clip(np.nan_to_num(matrix), 0, 1))  # (rows, cols, 4)
+        else:
+            colours = np.broadcast_to(to_rgba(fill), (rows, cols, 4)).copy()
+        colours[blocked] = to_rgba("#d9d9d9")
+        if rows * cols > CELLS_MAX:  # a large matrix: one picture instead of a patch per cell
+            ax.imshow(colours, extent=(x0, x0 + cols * cell, y0, y1), interpolation="nearest", aspect="auto",
+                      gid=f"cells:{name}")
+        for (i, j), value in np.ndenumerate(matrix) if rows * cols <= CELLS_MAX else ():
             cx, cy = x0 + j * cell, y1 - (i + 1) * cell
-            masked = name in masked_stages and not mask[i, j]
-            if masked:
-                colour = "#d9d9d9"
-            elif fill is None:  # the weights: shaded by value on the fixed 0-1 scale
-                colour = purples(0.08 + 0.72 * float(np.clip(value, 0, 1)))
-            else:
-                colour = fill
+            masked = bool(blocked[i, j])
             ax.add_patch(Rectangle(
-                (cx, cy), cell, cell, facecolor=colour, edgecolor="white" if grid else colour,
+                (cx, cy), cell, cell, facecolor=colours[i, j], edgecolor="white" if grid else colours[i, j],
                 linewidth=0.8 if grid else 0, hatch="///" if masked else None,
                 gid=f"masked:{name}:{i}:{j}" if masked else f"cell:{name}:{i}:{j}",
             ))
             if (name, i, j) in texts:
-                dark = fill is None and not masked and 0.08 + 0.72 * value > 0.5
+                dark = colours[i, j, :3] @ LUMINANCE < 0.5
                 ax.text(cx + cell / 2, cy + cell / 2, texts[name, i, j], ha="center", va="center",
                         fontsize=number_size, color="white" if dark else "#222222",
                         gid=f"value:{name}:{i}:{j}")
@@ -281,17 +295,15 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                                linewidth=1.4, gid=f"box:{name}"))
         ax.text(x0 + cols * cell / 2, y0 - 0.08, f"({rows}, {cols})", ha="center", va="top",
                 fontsize=label_size, color="#555555", gid=f"shape:{name}")
+        if name == "weights":
+            ax.text(x0 + cols * cell / 2, y0 - 0.3, "each row sums to 1", ha="center", va="top",
+                    fontsize=label_size * 0.85, color="#6a4c93", gid="note:weights")
         top = y1 + 0.08
         if key_tokens and name in ("K^T", "weights") and cols <= 12:
-            # the key tokens fit level at 8-9 points when the cells are wide enough, else slant them
-            widest = max(len(t) for t in key_tokens) * 0.6 / 72  # inches per point of font size
-            size = float(np.clip(0.95 * cell / widest, 8.0, label_size * 0.9))
-            slant = size * widest > 0.95 * cell
             for j, token in enumerate(key_tokens):
                 ax.text(x0 + (j + 0.5) * cell, top, token, ha="left" if slant else "center", va="bottom",
-                        rotation=40 if slant else 0, rotation_mode="anchor", fontsize=size, color=KEY_COLOUR,
+                        rotation=40 if slant else 0, rotation_mode="anchor", fontsize=token_size, color=KEY_COLOUR,
                         parse_math=False, gid=f"token:{name}:{j}")
-            top += 0.3
         if query_tokens and name == "Q" and rows <= 12:  # rows of scores, weights, out line up with these
             for i, token in enumerate(query_tokens):
                 ax.text(x0 - 0.06, y1 - (i + 0.5) * cell, token, ha="right", va="center", fontsize=label_size * 0.9,
@@ -308,7 +320,8 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
             ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>",
                                          mutation_scale=14, color="#333333", linewidth=1.4, gid=f"arrow:{name}"))
             if label:
-                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=9, color="#333333",
+                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=min(10.0, label_size),
+                        color="#333333",
                         linespacing=1.1, gid=f"op:{name}")
         x += g
     return fig
@@ -408,7 +421,8 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
     if ax is None:
         import matplotlib.pyplot as plt
 
-        size = (min(3.8 * h, 14.0), 1.2 + 0.42 * max(n, m))
+        width = max(3.8 * h, 0.09 * len(title or "") + 0.6)  # room for the title at 11 points
+        size = (min(width, 14.0), 1.2 + 0.42 * max(n, m))
         fig, axes = plt.subplots(1, h, figsize=size, squeeze=False, layout="constrained")
         axes = list(axes[0])
     else:
@@ -594,6 +608,26 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                            ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
                            va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
                            fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gid)
+    if q is not None and not column and m <= 4 and np.hypot(*q) > 0:
+        # the angle theta between the query and each key, as an arc near the origin
+        from matplotlib.patches import Arc
+
+        start = math.degrees(math.atan2(q[1], q[0]))
+        for j, vec in enumerate(vectors):
+            if np.hypot(*vec) == 0 or (indexed and j == query):
+                continue
+            end = math.degrees(math.atan2(vec[1], vec[0]))
+            sweep = (end - start + 180.0) % 360.0 - 180.0  # the short way round, in (-180, 180]
+            if abs(sweep) < 1.0:
+                continue
+            radius = reach * (0.22 + 0.08 * j)
+            low, high = sorted((start, start + sweep))
+            plane.add_patch(Arc((0, 0), 2 * radius, 2 * radius, theta1=low, theta2=high, color=KEY_COLOUR,
+                                linewidth=1.0, alpha=0.8, gid=f"arc:{j}"))
+            middle = math.radians(start + sweep / 2)
+            plane.text(1.3 * radius * math.cos(middle), 1.3 * radius * math.sin(middle),
+                       f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
+                       va="center", gid=f"arc_label:{j}")
     if q is not None:
         plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
 
@@ -768,7 +802,7 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     blend = weights @ values  # (m,) @ (m,) or (m, d_v) -> () or (d_v,)
     query_label = str(query_label)
     results = [_value_text(blend)] + ([] if hard_index is None else [_value_text(values[hard_index])])
-    layout = _lookup_layout(keys, values, results + ["output = sum of w_j v_j"])
+    layout = _lookup_layout(keys, values, results + ["output = \u03a3 w v (weights x values)"])
     panels = 1 if hard_index is None else 2
     height = 0.55 * m + 1.4
     width = float(np.clip(1.1 * (layout["right"] + 0.4), 7.0, 14.0))

@@ -1,10 +1,14 @@
 """Static matplotlib figures for the notebooks: annotated heatmaps and bar charts.
 
 Conventions: keys on the x axis, queries on the y axis, token labels on both;
-attention weights on a fixed 0-1 scale with the perceptually uniform,
-colour-blind-safe ``viridis``; scores on the diverging ColorBrewer ``RdBu_r``
+attention weights in the perceptually uniform, colour-blind-safe ``viridis``,
+by default on the fixed 0-1 scale (comparable across figures), or with
+``scale="data"`` stretched over the matrix's own range, so that weights
+between, say, 0.09 and 0.24 are told apart; the colour bar's label always
+says which scale it is. Scores use the diverging ColorBrewer ``RdBu_r``
 (colour-blind safe) centred on 0. Small matrices get their values written in
-the cells. Imports matplotlib and :mod:`helpers.attention` only.
+the cells, in black or white, whichever reads better on the cell's colour.
+Imports matplotlib and :mod:`helpers.attention` only.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from .attention import entropy
 
 __all__ = [
     "WEIGHTS_CMAP",
+    "weights_scale",
     "SCORES_CMAP",
     "heatmap",
     "heatmaps",
@@ -42,6 +47,62 @@ def _symmetric_limit(matrix):
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
+def _range_text(lo, hi):
+    """``"0.09-0.24"`` (an en dash), with enough decimals (2 to 6) to tell the ends apart."""
+    for decimals in range(2, 7):
+        a, b = f"{lo:.{decimals}f}", f"{hi:.{decimals}f}"
+        if a != b:
+            break
+    return f"{a}\u2013{b}"
+
+
+def _stacked(label):
+    """A colour-bar label on short lines: ``"a (b, c)"`` -> ``"a\\nb,\\nc"``."""
+    head, _, rest = label.partition(" (")
+    return head if not rest else head + "\n" + rest.rstrip(")").replace(", ", ",\n")
+
+
+def weights_scale(matrix, scale="unit"):
+    """Colour limits and colour-bar label of attention weights on the chosen scale.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (n, m)
+        The weights; non-finite entries are ignored.
+    scale : {"unit", "data"}
+        ``"unit"``: the fixed range [0, 1], the same in every figure, so
+        figures can be compared. ``"data"``: the smallest to the largest
+        weight of this matrix, so that close weights get visibly different
+        colours (a matrix of equal weights gets a range of +-0.005 around them).
+
+    Returns
+    -------
+    vmin, vmax : float
+    label : str
+        What the colours mean, naming the scale.
+
+    Examples
+    --------
+    >>> weights_scale([[0.09, 0.24], [0.2, 0.1]], "data")
+    (0.09, 0.24, 'attention weight (data range 0.09–0.24)')
+    >>> weights_scale([[0.09, 0.24]])[2]
+    'attention weight (fixed 0–1 scale, comparable across figures)'
+    """
+    if scale == "unit":
+        return 0.0, 1.0, "attention weight (fixed 0\u20131 scale, comparable across figures)"
+    if scale != "data":
+        raise ValueError(f'scale must be "unit" (fixed 0-1) or "data" (the matrix\'s range): got {scale!r}')
+    matrix = np.asarray(matrix, dtype=float)
+    finite = matrix[np.isfinite(matrix)]
+    if finite.size == 0:
+        return 0.0, 1.0, "attention weight (fixed 0\u20131 scale: no finite weights)"
+    lo, hi = float(finite.min()), float(finite.max())
+    label = f"attention weight (data range {_range_text(lo, hi)})"
+    if hi - lo < 1e-9:  # equal weights: a small range around them, so the colour is mid-scale
+        lo, hi = lo - 0.005, hi + 0.005
+    return lo, hi, label
+
+
 def heatmap(
     matrix,
     row_labels=None,
@@ -54,6 +115,7 @@ def heatmap(
     fmt="{:.2f}",
     colorbar=True,
     vlim=None,
+    scale="unit",
 ):
     """Draw one annotated heatmap of scores or weights.
 
@@ -64,7 +126,7 @@ def heatmap(
     row_labels, col_labels : sequence of str, optional
         Query tokens (y axis) and key tokens (x axis).
     kind : {"weights", "scores"}
-        ``"weights"``: viridis on the fixed range [0, 1]. ``"scores"``: RdBu_r
+        ``"weights"``: viridis, on the scale ``scale``. ``"scores"``: RdBu_r
         centred on 0, symmetric about it (``vlim`` sets the half-range,
         default the largest finite absolute value). ``-inf`` (masked) cells
         are left blank and marked with a dash.
@@ -80,11 +142,25 @@ def heatmap(
         Add a colour bar beside the axes.
     vlim : float, optional
         Half-range of the scores' colour scale.
+    scale : {"unit", "data"}, default "unit"
+        Colour scale of weights (see :func:`weights_scale`): ``"unit"`` the
+        fixed 0-1 range, comparable across figures; ``"data"`` the matrix's
+        own smallest to largest weight, for weights in a narrow range. The
+        colour bar's label names the scale. Only for ``kind="weights"``.
 
     Returns
     -------
     matplotlib.image.AxesImage
-        The image; ``image.axes`` is the axes, ``image.get_array()`` the data.
+        The image; ``image.axes`` is the axes, ``image.get_array()`` the data,
+        ``image.get_clim()`` the colour limits.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> image = heatmap([[0.09, 0.24], [0.2, 0.1]], scale="data")
+    >>> image.get_clim()
+    (0.09, 0.24)
+    >>> plt.close(image.figure)
     """
     import matplotlib.pyplot as plt
 
@@ -93,11 +169,14 @@ def heatmap(
         raise ValueError(f"heatmap needs a 2-D matrix (n, m): got shape {matrix.shape}")
     n, m = matrix.shape
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.0 + 0.55 * m, 0.8 + 0.5 * n), layout="constrained")
+        # room for the cells' values, and for the colour bar and its label
+        _, ax = plt.subplots(figsize=((2.2 if colorbar else 1.0) + 0.6 * m, 1.0 + 0.5 * n), layout="constrained")
     if kind == "weights":
-        image = ax.imshow(matrix, cmap=WEIGHTS_CMAP, vmin=0.0, vmax=1.0)
-        label = "attention weight"
+        vmin, vmax, label = weights_scale(matrix, scale)
+        image = ax.imshow(matrix, cmap=WEIGHTS_CMAP, vmin=vmin, vmax=vmax)
     elif kind == "scores":
+        if scale not in ("unit", "data"):
+            raise ValueError(f'scale must be "unit" or "data": got {scale!r}')
         limit = _symmetric_limit(matrix) if vlim is None else float(vlim)
         shown = np.where(np.isneginf(matrix), np.nan, matrix)
         image = ax.imshow(shown, cmap=SCORES_CMAP, vmin=-limit, vmax=limit)
@@ -125,7 +204,8 @@ def heatmap(
                 colour = _text_colour(image.cmap(image.norm(value)))
                 ax.text(j, i, fmt.format(value), ha="center", va="center", color=colour, fontsize=9)
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, label=label, shrink=0.9)
+        bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
+        bar.set_label(_stacked(label), fontsize=9 if "\n" not in _stacked(label) else 8.5)
     return image
 
 
@@ -303,7 +383,9 @@ class AttentionFigure:
         self.ax_weights.tick_params(labelleft=False)
         self.ax_out.tick_params(labelleft=False)
         self.ax_out.set_xlabel("dimension")
-        self.figure.colorbar(self.im_weights, ax=self.ax_weights, shrink=0.8)
+        bar = self.figure.colorbar(self.im_weights, ax=self.ax_weights, shrink=0.8)
+        bar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
+        bar.ax.tick_params(labelsize=8)
         # Cell values only for small matrices (as in heatmap()). They are not
         # Text artists: png() stamps cached glyph bitmaps of each string into
         # the picture, which costs microseconds instead of a millisecond a text.

@@ -130,6 +130,20 @@ def test_pipeline_large_matrices_have_no_numbers():
     assert len(artists(fig, "box:")) == 7
 
 
+def test_pipeline_very_large_matrices_are_pictures():
+    n = 20
+    x = np.linspace(-1, 1, 2 * n).reshape(n, 2)
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    fig = diagrams.pipeline(x, x, x, mask=mask)
+    images = artists(fig, "cells:")
+    assert set(images) == {"cells:scores", "cells:scaled", "cells:weights"}  # the (n, 2) ones stay cells
+    colours = images["cells:weights"].get_array()  # (n, n, 4)
+    grey = np.all(np.isclose(colours[..., :3], 217 / 255), axis=-1)
+    assert np.array_equal(grey, ~mask)  # exactly the blocked cells are grey
+    boxes = artists(fig, "box:")
+    assert boxes["box:weights"].get_width() == pytest.approx(n / 2 * boxes["box:Q"].get_width())
+
+
 def test_pipeline_token_labels_are_literal(happy):
     x, _ = happy
     tokens = ["$5", "$x^2$", "a_b"]
@@ -268,7 +282,11 @@ def test_vectors_2d_query_by_index_and_plane_alone():
     fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"], query=2)
     assert len(fig.axes) == 2 and "arrow:query" not in artists(fig, "arrow:")
     assert [number(artists(fig, f"dot:{j}")[f"dot:{j}"].get_text()) for j in range(3)] == [1.0, 1.0, 2.0]
-    assert [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)] == ["45\u00b0", "45\u00b0", "0\u00b0"]
+    angles = [artists(fig, f"angle:{j}")[f"angle:{j}"].get_text() for j in range(3)]
+    assert angles == ["45\u00b0", "45\u00b0", "0\u00b0"]
+    arcs = artists(fig, "arc:")  # the angle to the query drawn as an arc (none for the query itself)
+    assert sorted(arcs) == ["arc:0", "arc:1"]
+    assert [arcs[f"arc:{j}"].theta2 - arcs[f"arc:{j}"].theta1 for j in range(2)] == pytest.approx([45, 45])
     fig = diagrams.vectors_2d(keys, ["cat", "sat", "mat"])
     assert len(fig.axes) == 1 and artists(fig, "dot:") == {}
     render(fig)
@@ -282,7 +300,8 @@ def test_vectors_2d_query_by_index_and_plane_alone():
         (np.ones((3, 2)), list("ab"), {}, r"labels .* must hold 3 labels: got 2"),
         (np.ones((3, 2)), list("abc"), {"query": np.ones(3)}, r"query must be .* got shape \(3,\)"),
         (np.ones((3, 2)), list("abc"), {"query": 3}, r"query index must be from 0 to 2"),
-        (np.ones((3, 2)), list("abc"), {"weights": np.ones(2) / 2}, r"weights must be one row .*\(3,\): got shape \(2,\)"),
+        (np.ones((3, 2)), list("abc"), {"weights": np.ones(2) / 2},
+         r"weights must be one row .*\(3,\): got shape \(2,\)"),
     ],
 )
 def test_vectors_2d_rejects_bad_input(vectors, labels, kwargs, message):

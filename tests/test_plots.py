@@ -1,0 +1,80 @@
+"""Tests of helpers.plots' colour scales: what the colour bar says is what the colours mean."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from helpers import plots
+from helpers.examples import load_example
+
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def journey_weights():
+    ex = load_example("journey")
+    s = ex.q @ ex.k.T / np.sqrt(ex.d_k)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), ex.tokens
+
+
+def colour_bar(image):
+    (bar,) = [ax for ax in image.figure.axes if ax is not image.axes]
+    return bar
+
+
+def test_data_scale_spans_the_weights():
+    weights, tokens = journey_weights()
+    image = plots.heatmap(weights, tokens, tokens, scale="data")
+    lo, hi = weights.min(), weights.max()
+    assert image.get_clim() == (lo, hi)
+    bar = colour_bar(image)
+    np.testing.assert_allclose(bar.get_ylim(), (lo, hi))
+    label = bar.get_ylabel()
+    assert f"data range {lo:.2f}\u2013{hi:.2f}" in label and "attention weight" in label
+    # the cells' colours now differ visibly: the extremes map to the two ends of the colour map
+    rgba = image.cmap(image.norm(weights))
+    assert np.allclose(rgba[np.unravel_index(weights.argmin(), weights.shape)], image.cmap(0.0))
+    assert np.allclose(rgba[np.unravel_index(weights.argmax(), weights.shape)], image.cmap(1.0))
+
+
+def test_unit_scale_is_the_default_and_says_so():
+    weights, tokens = journey_weights()
+    for image in (plots.heatmap(weights, tokens, tokens), plots.heatmap(weights, scale="unit")):
+        assert image.get_clim() == (0.0, 1.0)
+        bar = colour_bar(image)
+        np.testing.assert_allclose(bar.get_ylim(), (0.0, 1.0))
+        assert "fixed 0\u20131 scale" in bar.get_ylabel() and "comparable" in bar.get_ylabel()
+
+
+def test_annotations_stay_readable_on_the_data_scale():
+    weights, tokens = journey_weights()
+    image = plots.heatmap(weights, tokens, tokens, scale="data")
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t for t in image.axes.texts}
+    lightest = np.unravel_index(weights.argmax(), weights.shape)  # viridis' top is yellow: black text
+    darkest = np.unravel_index(weights.argmin(), weights.shape)  # its bottom is dark purple: white text
+    assert texts[lightest].get_color() == "black"
+    assert texts[darkest].get_color() == "white"
+    # on the unit scale the same narrow range is all dark: every value is written in white
+    image = plots.heatmap(weights, tokens, tokens)
+    assert {t.get_color() for t in image.axes.texts} == {"white"}
+
+
+def test_heatmaps_pass_the_scale_on():
+    weights, tokens = journey_weights()
+    fig = plots.heatmaps([weights, weights[:, ::-1] * 0 + 1 / 6], ["a", "b"], tokens, tokens, scale="data")
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert images[0].get_clim() == (weights.min(), weights.max())
+    lo, hi = images[1].get_clim()  # equal weights: a small range around them, no division by zero
+    assert lo < 1 / 6 < hi and hi - lo == pytest.approx(0.01)
+
+
+def test_weights_scale_and_bad_scale():
+    assert plots.weights_scale([[0.3, 0.7]], "unit")[:2] == (0.0, 1.0)
+    assert plots.weights_scale([[0.1234, 0.1236]], "data")[2].endswith("data range 0.123\u20130.124)")
+    with pytest.raises(ValueError, match='scale must be "unit"'):
+        plots.heatmap([[0.5, 0.5]], scale="log")
