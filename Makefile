@@ -31,6 +31,7 @@ help:
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
+	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
 	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
 	@echo "make present    open the live-lecture walkthrough in JupyterLab with RISE (slides, live kernel)"
 	@echo "make clean      remove .venv and build output"
