@@ -6,6 +6,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 GRADE_VENV  := .venv-grade
 GRADE_STAMP := $(GRADE_VENV)/.installed
+PRESENT_VENV  := .venv-present
+PRESENT_STAMP := $(PRESENT_VENV)/.installed
 
 # Each target installs the extras it needs (pyproject.toml) into .venv, once:
 # the runtime alone is numpy, matplotlib, ipywidgets, pillow and ipykernel.
@@ -20,7 +22,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean grade-venv nbgrader present
+.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean grade-venv nbgrader present present-venv
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -64,7 +66,7 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(VENV)/.installed-lab
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
-test: $(VENV)/.installed-test $(VENV)/.installed-present $(VENDOR) $(GRADE_STAMP)
+test: $(VENV)/.installed-test $(VENDOR) $(GRADE_STAMP) $(PRESENT_STAMP)
 	$(THREADS) $(BIN)/python -m pytest
 
 # Every declared floor, tested: a fresh build/floors/.venv on the oldest Python that
@@ -112,10 +114,24 @@ nbgrader: $(VENV)/.installed-publish
 	@echo "Then: cd build/nbgrader && $(CURDIR)/$(GRADE_VENV)/bin/nbgrader generate_assignment E6-backward"
 
 # --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------
+# In its own .venv-present: RISE's presenter bundles an older JupyterLab core, and only
+# older ipywidgets front ends load in it (tools/rise/constraints.txt says why). The
+# shortcut overrides give the arrow keys to a focused slider instead of the notebook's
+# cell navigation (the presenter handles keys before the widgets do).
 PRESENT ?= notebooks/07-explorer.ipynb
 
-present: $(VENV)/.installed-lab $(VENV)/.installed-present
-	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/rise/$(PRESENT)
+present-venv: $(PRESENT_STAMP)
+
+$(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides.json
+	test -x $(PRESENT_VENV)/bin/python || $(PYTHON) -m venv $(PRESENT_VENV)
+	$(PRESENT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PRESENT_VENV)/bin/python -m pip install --quiet -e ".[present]" -c tools/rise/constraints.txt
+	mkdir -p $(PRESENT_VENV)/share/jupyter/lab/settings
+	cp tools/rise/overrides.json $(PRESENT_VENV)/share/jupyter/lab/settings/overrides.json
+	touch $(PRESENT_STAMP)
+
+present: $(PRESENT_STAMP)
+	$(THREADS) $(PRESENT_VENV)/bin/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/rise/$(PRESENT)
 
 clean:
-	rm -rf $(VENV) $(GRADE_VENV) build test-artifacts *.egg-info
+	rm -rf $(VENV) $(GRADE_VENV) $(PRESENT_VENV) build test-artifacts *.egg-info

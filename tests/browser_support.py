@@ -136,10 +136,14 @@ class JupyterLab:
         The server's root: the notebooks it serves.
     home : Path
         An empty folder for the user-level Jupyter directories and the server log.
+    python : str or Path, optional
+        The Python that runs the server (and, through its kernel spec, the kernel);
+        this test run's own by default. tests/test_rise.py passes .venv-present's.
     """
 
-    def __init__(self, root_dir, home):
+    def __init__(self, root_dir, home, python=None):
         self.root_dir = Path(root_dir)
+        self.python = str(python or sys.executable)
         self.home = Path(home)
         self.port = free_port()
         self.token = secrets.token_hex(24)
@@ -173,7 +177,7 @@ class JupyterLab:
 
     def command(self):
         return [
-            sys.executable, "-m", "jupyter", "lab",
+            self.python, "-m", "jupyter", "lab",
             "--no-browser",
             "--allow-root",  # CI runs as root
             "--ServerApp.ip=127.0.0.1",
