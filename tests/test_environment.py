@@ -49,12 +49,12 @@ def test_the_runtime_is_what_a_notebook_imports():
     assert {_split(r)[0] for r in extras["lab"]} == {"jupyterlab"}
     assert {_split(r)[0] for r in extras["publish"]} == {"nbformat", "nbclient", "nbconvert"}
     assert {_split(r)[0] for r in extras["bench"]} == {"threadpoolctl"}
-    # the suite runs the tools and JupyterLab (browser tests): test brings both extras
-    brought = [_self_reference(r, project) for r in extras["test"]]
-    assert sorted(e for b in brought if b for e in b) == ["bench", "lab", "publish"]
-    # nbgrader (its own .venv-grade) and RISE (make present) stay out of test
+    # each in an environment of its own (make grade-venv, make present-venv), not in test
     assert {_split(r)[0] for r in extras["grade"]} == {"nbgrader"}
     assert {_split(r)[0] for r in extras["present"]} == {"jupyterlab-rise"}
+    # the suite runs the tools, JupyterLab (browser tests) and pins BLAS threads: test brings those extras
+    brought = [_self_reference(r, project) for r in extras["test"]]
+    assert sorted(e for b in brought if b for e in b) == ["bench", "lab", "publish"]
 
 
 def test_license_is_an_spdx_string_with_its_file():
@@ -69,10 +69,13 @@ def test_license_is_an_spdx_string_with_its_file():
 def test_every_extra_a_make_target_needs_is_installed_by_it():
     makefile = (ROOT / "Makefile").read_text()
     for target, extra in {"lab": "lab", "test": "test", "notebooks": "publish", "slides": "publish",
-                          "site": "publish", "bench": "bench", "present": "present"}.items():
+                          "site": "publish", "bench": "bench"}.items():
         rule = re.search(rf"^{target}:(.*)$", makefile, re.MULTILINE)
         assert rule and f".installed-{extra}" in rule.group(1), f"make {target} must install [{extra}]"
-    assert ".installed-present" in re.search(r"^test:(.*)$", makefile, re.MULTILINE).group(1)
+    # the RISE and grading tests need their own environments: make test builds both
+    test_rule = re.search(r"^test:(.*)$", makefile, re.MULTILINE).group(1)
+    assert "$(GRADE_STAMP)" in test_rule and "$(PRESENT_STAMP)" in test_rule
+    assert re.search(r"^present: \$\(PRESENT_STAMP\)", makefile, re.MULTILINE)
     assert re.search(r'pip install .*-e "\.\[\$\*\]"', makefile)
 
 
