@@ -1,7 +1,9 @@
 """The notebooks open in Google Colab: a link at the top, and a set-up cell that installs only there.
 
-tools/navigation.py writes both; test_notebooks checks that they are up to
-date. Here: what they say, and what the set-up cell does on Colab and elsewhere
+tools/navigation.py writes both, into the numbered notebooks and the exercise
+notebooks (solution versions); tools/make_student_notebooks.py carries them into
+the student versions, with the link pointing at the student version itself.
+test_notebooks and test_exercises check that they are up to date. Here: what they say, and what the set-up cell does on Colab and elsewhere
 (run with a fake ``google.colab`` module and a recorded ``subprocess.run``).
 """
 
@@ -17,9 +19,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import make_nbgrader_course  # noqa: E402
+import make_student_notebooks as msn  # noqa: E402
 import navigation  # noqa: E402
 
 NOTEBOOKS = navigation.numbered_notebooks()
+EXERCISES = [
+    (folder, path)
+    for folder in ("solutions", "student")
+    for path in sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
+]
 INSTALL = ["-m", "pip", "install", "--quiet", "--no-deps", f"git+https://github.com/{navigation.REPOSITORY}"]
 
 
@@ -34,6 +43,63 @@ def test_each_notebook_links_itself_in_colab_and_installs_first(path):
         assert code[0].source == navigation.INSTALL_SOURCE
         assert code[0].outputs == []
         assert all("colab-install" not in c.metadata.get("tags", []) for c in code[1:])
+
+
+def test_there_are_exercise_notebooks_of_both_kinds():
+    names = {folder: {p.name for f, p in EXERCISES if f == folder} for folder in ("solutions", "student")}
+    assert names["solutions"] and names["solutions"] == names["student"]
+
+
+@pytest.mark.parametrize("folder, path", EXERCISES, ids=[f"{f}/{p.name}" for f, p in EXERCISES])
+def test_each_exercise_notebook_links_itself_in_colab_and_installs_first(folder, path):
+    """A student version links the student version (what a student opens), a solution version itself."""
+    nb = nbformat.read(path, as_version=4)
+    url = f"https://colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/exercises/{folder}/{path.name}"
+    top = nb.cells[1]
+    assert "navigation" in top.metadata.get("tags", [])
+    assert top.source.endswith(f" | [Open in Colab]({url})")
+    links = [c.source.count("colab.research.google.com") for c in nb.cells if c.cell_type == "markdown"]
+    assert sum(links) == 1, "one Colab link per notebook, in the top navigation cell"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "colab-install" in code[0].metadata.get("tags", [])
+    assert code[0].source == navigation.INSTALL_SOURCE
+    assert code[0].outputs == []
+    assert all("colab-install" not in c.metadata.get("tags", []) for c in code[1:])
+    if folder == "solutions":
+        assert code[0].execution_count == 1, "run the solution notebooks with the cell in place"
+
+
+def test_the_exercise_colab_link_is_refreshed_not_repeated():
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    nb = new_notebook(cells=[
+        new_markdown_cell("# E9"),
+        new_markdown_cell("[Contents](../../notebooks/00-index.ipynb)", metadata={"tags": ["navigation"]}),
+        new_code_cell("x = 1"),
+    ])
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    first = nbformat.writes(nb)
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    assert nbformat.writes(nb) == first
+    assert nb.cells[1].source == (
+        "[Contents](../../notebooks/00-index.ipynb) | [Open in Colab]("
+        f"{navigation.colab_url('E9-x.ipynb', 'exercises/solutions')})"
+    )
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == [navigation.INSTALL_SOURCE, "x = 1"]
+    student = msn.student_version(nb, "E9-x.ipynb")
+    assert student.cells[1].source.endswith(f"({navigation.colab_url('E9-x.ipynb', 'exercises/student')})")
+    assert "exercises/solutions" not in student.cells[1].source
+    assert navigation.set_colab_link(student.cells[1].source, None) == "[Contents](../../notebooks/00-index.ipynb)"
+
+
+def test_the_nbgrader_export_keeps_the_install_cell_and_drops_the_colab_link():
+    """An assignment is worked on in the course's hub: no link (it would open the solutions)."""
+    path = navigation.exercise_notebooks()[0]
+    nb = make_nbgrader_course.course_version(nbformat.read(path, as_version=4))
+    assert all("colab.research.google.com" not in c.source for c in nb.cells)
+    assert "navigation" in nb.cells[1].metadata.get("tags", [])
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].source == navigation.INSTALL_SOURCE and "nbgrader" not in code[0].metadata
 
 
 def test_the_repository_placeholder_matches_the_readme_badges():

@@ -16,7 +16,11 @@ notebook, and ``COURSE_ROOT/nbgrader_config.py``. In each notebook:
   ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``: the same check on
   other seeds of its random probes (other shapes and values), which the
   release version does not show;
-- every other cell is kept as it is, outputs cleared.
+- every other cell is kept as it is, outputs cleared, except that the top
+  navigation cell loses its "Open in Colab" link: an nbgrader assignment is
+  worked on and submitted in the course's JupyterHub, and the link would open
+  the solution notebook. The ``colab-install`` cell stays; outside Colab it does
+  nothing and prints nothing, so it changes neither the release nor autograding.
 
 Then, with nbgrader installed (``make grade-venv``)::
 
@@ -35,6 +39,9 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "exercises" / "solutions"
@@ -146,6 +153,8 @@ def course_version(nb):
             cell.execution_count = None
         previous = cells[i - 1] if i else None
         cell_id = cell.get("id", f"cell-{i}")
+        if i == 1 and cell.cell_type == "markdown" and navigation.NAV_TAG in _tags(cell):
+            cell.source = navigation.set_colab_link(cell.source, None)
         if cell.cell_type == "code" and "solution" in _tags(cell):
             cell.source = "### BEGIN SOLUTION\n" + cell.source.rstrip() + "\n### END SOLUTION"
             _nbgrader(cell, grade_id=f"answer-{cell_id}", solution=True)

@@ -7,7 +7,11 @@ For every ``exercises/solutions/<name>.ipynb`` this writes
 ``exercises/student/<name>.ipynb``: each code cell tagged ``solution`` becomes
 an empty answer cell (tagged ``answer``, holding only ``# your answer here``),
 every output and execution count is cleared, and everything else (task cells,
-set-up and check cells, navigation, metadata) is kept as it is. The result
+set-up and check cells, the ``colab-install`` cell, navigation, metadata) is
+kept as it is, except the "Open in Colab" link of the top navigation cell: it
+points at the student version itself, the one a student opens (the solution
+version links itself; tools/navigation.py writes both the link and the install
+cell into the solution notebooks, and this script reuses its code). The result
 depends only on the solution notebook: kept cells keep their ids and an answer
 cell's id is the solution cell's id plus ``-answer``, so running the script
 twice gives the same files. A student notebook with no solution notebook is
@@ -22,6 +26,9 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "exercises" / "solutions"
@@ -47,8 +54,12 @@ def answer_cell(solution_cell):
     return cell
 
 
-def student_version(nb):
-    """A copy of the solution notebook ``nb`` with answers removed and outputs cleared."""
+def student_version(nb, name: str | None = None):
+    """A copy of the solution notebook ``nb`` with answers removed and outputs cleared.
+
+    With ``name`` (the notebook's file name), the Colab link of the top
+    navigation cell points at ``exercises/student/<name>``.
+    """
     nb = copy.deepcopy(nb)
     cells = []
     for cell in nb.cells:
@@ -61,6 +72,8 @@ def student_version(nb):
         cells.append(cell)
     nb.cells = cells
     nb.metadata.pop("widgets", None)
+    if name is not None and len(cells) > 1 and navigation.NAV_TAG in _tags(cells[1]):
+        cells[1].source = navigation.set_colab_link(cells[1].source, name, "exercises/student")
     nbformat.validate(nb)
     return nb
 
@@ -68,7 +81,7 @@ def student_version(nb):
 def student_text(solution_path: Path) -> str:
     """The text of the student notebook generated from ``solution_path``."""
     nb = nbformat.read(solution_path, as_version=4)
-    text = nbformat.writes(student_version(nb))
+    text = nbformat.writes(student_version(nb, solution_path.name))
     return text if text.endswith("\n") else text + "\n"
 
 

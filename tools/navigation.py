@@ -10,6 +10,13 @@ previous | contents | next, each link named by the target's title (its first
 (``00-index.ipynb``) also has a cell tagged ``contents``: the list of all
 notebooks in order.
 
+The exercise notebooks ``exercises/solutions/*.ipynb`` keep their hand-written
+navigation cells; this script only adds (or refreshes) the Colab link at the
+end of their top navigation cell, pointing at the notebook's own path, and their
+``colab-install`` cell. tools/make_student_notebooks.py copies both into the
+student versions and points the link at ``exercises/student/<name>`` (the
+version a student opens), with :func:`set_colab_link`.
+
 A notebook with code also gets, as its first code cell, a code cell tagged
 ``colab-install``: on Colab, and only when ``helpers`` cannot be imported, it
 pip-installs this repository; anywhere else it does nothing and prints nothing,
@@ -26,6 +33,7 @@ the GitHub path the repository is published under, then run this script.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +42,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+EXERCISES = ROOT / "exercises" / "solutions"
 INDEX = "00-index.ipynb"
 NAV_TAG = "navigation"
 CONTENTS_TAG = "contents"
@@ -45,9 +54,35 @@ REPOSITORY = "OWNER/REPOSITORY"
 BRANCH = "main"
 
 
-def colab_url(name: str) -> str:
-    """The notebook ``notebooks/<name>`` opened in Google Colab, from GitHub."""
-    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/notebooks/{name}"
+COLAB_LINK = re.compile(r"(?: \| )?\[Open in Colab\]\(https://colab\.research\.google\.com/[^)]*\)")
+
+
+def colab_url(name: str, folder: str = "notebooks") -> str:
+    """The notebook ``<folder>/<name>`` (a path in the repository) opened in Google Colab, from GitHub."""
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{folder}/{name}"
+
+
+def colab_link(name: str, folder: str = "notebooks") -> str:
+    """The markdown link "Open in Colab" to ``<folder>/<name>``."""
+    return f"[Open in Colab]({colab_url(name, folder)})"
+
+
+def set_colab_link(source: str, name: str | None, folder: str = "notebooks") -> str:
+    """``source`` (a navigation cell) with its Colab link to ``<folder>/<name>`` at the end.
+
+    Any Colab link already there is removed first, so this is idempotent;
+    ``name=None`` only removes it.
+    """
+    source = COLAB_LINK.sub("", source).rstrip()
+    if name is None:
+        return source
+    link = colab_link(name, folder)
+    return f"{source} | {link}" if source else link
+
+
+def exercise_notebooks(folder: Path = EXERCISES) -> list[Path]:
+    """The exercise notebooks (solution versions, the source of truth), in order."""
+    return sorted(folder.glob("*.ipynb"))
 
 
 # The first code cell of every notebook. Plain Python (no %pip magic), so it reads
@@ -105,7 +140,7 @@ def nav_source(titles: dict[str, str], names: list[str], i: int, *, colab: bool 
     if i + 1 < len(names):
         links.append(f"[{titles[names[i + 1]]} &rarr;]({names[i + 1]})")
     if colab:
-        links.append(f"[Open in Colab]({colab_url(names[i])})")
+        links.append(colab_link(names[i]))
     return MARK + "\n\n" + " | ".join(links)
 
 
@@ -183,6 +218,19 @@ def _renumber(nb) -> None:
                 out["execution_count"] = n
 
 
+def set_exercise_cells(nb, name: str, folder: str) -> None:
+    """The Colab link (to ``<folder>/<name>``) and the install cell of an exercise notebook.
+
+    The top navigation cell (right after the title) keeps its hand-written links
+    and gets the Colab link at its end; one is created if the notebook has none.
+    """
+    if len(nb.cells) > 1 and _tagged(nb.cells[1], NAV_TAG):
+        nb.cells[1].source = set_colab_link(nb.cells[1].source, name, folder)
+    else:
+        _set_cell(nb, "top", colab_link(name, folder))
+    _set_install_cell(nb)
+
+
 def _set_contents(nb, source: str) -> None:
     for cell in nb.cells:
         if _tagged(cell, CONTENTS_TAG):
@@ -208,6 +256,21 @@ def updated(folder: Path = NOTEBOOKS) -> dict[Path, tuple[str, str]]:
             _set_contents(nb, contents_source(titles, names))
         new = nbformat.writes(nb)
         result[path] = (old, new if new.endswith("\n") else new + "\n")
+    if folder == NOTEBOOKS:
+        result.update(updated_exercises())
+    return result
+
+
+def updated_exercises(folder: Path = EXERCISES) -> dict[Path, tuple[str, str]]:
+    """Like :func:`updated`, for the exercise notebooks (solution versions)."""
+    result = {}
+    for path in exercise_notebooks(folder):
+        old = path.read_text(encoding="utf-8")
+        nb = nbformat.reads(old, as_version=4)
+        inside = path.parent.is_relative_to(ROOT)
+        set_exercise_cells(nb, path.name, path.parent.relative_to(ROOT).as_posix() if inside else "exercises/solutions")
+        new = nbformat.writes(nb)
+        result[path] = (old, new if new.endswith("\n") else new + "\n")
     return result
 
 
@@ -216,7 +279,7 @@ def main(argv: list[str]) -> int:
     stale = []
     for path, (old, new) in updated().items():
         if old != new:
-            stale.append(path.name)
+            stale.append(path.relative_to(ROOT).as_posix())
             if not check:
                 path.write_text(new, encoding="utf-8")
     if check and stale:
