@@ -216,7 +216,7 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
     _copy_static(out)
-    problems = [p for path in paths for p in slide_metadata.problems(path)]
+    problems = [p for path in paths for p in slide_metadata.problems(path, shown_cells=False)]
     if problems:
         raise SystemExit("publish: cells without a slide type (run tools/slide_metadata.py):\n" + "\n".join(problems))
     decks = {path.stem for path in paths} | {p.name[: -len(".slides.html")] for p in out.glob("*.slides.html")}
