@@ -13,17 +13,18 @@ slides exporter reads. The values are "slide", "subslide", "fragment", "-"
 
 The first pass assigns them by rules that fit how the notebooks are written:
 
-* the title cell opens the deck ("slide"); navigation cells and set-up cells
-  (imports and print options, a "Set-up" heading) are "skip";
-* collapsed cells (tag ``collapsed``, or ``jupyter.source_hidden`` /
-  ``outputs_hidden``: the document checks and the answers) are not slides:
-  collapsed prose becomes speaker notes ("notes"), collapsed code "skip";
+* the title cell opens the deck ("slide"); navigation cells are "skip";
 * a ``## `` heading opens a new slide, a ``### `` heading a sub-slide (below it);
 * a code cell right after an explanation is a "fragment": the lecturer states
   the step, asks the class to predict, and the click reveals code and output;
 * a code cell after another code cell, or prose after a code cell, starts a
   sub-slide, so no slide grows past the screen;
-* prose after prose continues the same slide.
+* prose after prose continues the same slide;
+* set-up cells (code that only imports and sets print options or plot style,
+  a "Set-up" heading, tag ``setup``) are "skip" too;
+* collapsed cells (tag ``collapsed``, or ``jupyter.source_hidden`` /
+  ``outputs_hidden``: the document checks and the answers) are not slides:
+  collapsed prose becomes speaker notes ("notes"), collapsed code "skip".
 
 After that the metadata is the source: a lecturer's own choices (made in
 JupyterLab) are kept, and only cells without a slide type are filled in.
@@ -46,12 +47,6 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
 SKIP_TAGS = {"navigation", "contents"}
-SETUP_TAGS = {"setup", "set-up"}
-SHOWN = ("slide", "subslide", "fragment", "-")
-# Calls that only configure the session: print options, plot style, warning filters.
-SETUP_CALLS = re.compile(r"^(np|numpy)\.set_printoptions$|^(plt|matplotlib)\.(rc|rcParams\.update|style\.use)$"
-                         r"|^warnings\.(filterwarnings|simplefilter)$|^sys\.path\.(insert|append)$")
-SETUP_HEADING = re.compile(r"^#+\s*set[- ]?up\b", re.IGNORECASE)
 
 
 def walkthrough_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -61,6 +56,14 @@ def walkthrough_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
 
 def _tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
+
+
+SETUP_TAGS = {"setup", "set-up"}
+SHOWN = ("slide", "subslide", "fragment", "-")
+# Calls that only configure the session: print options, plot style, warning filters.
+SETUP_CALLS = re.compile(r"^(np|numpy)\.set_printoptions$|^(plt|matplotlib)\.(rc|rcParams\.update|style\.use)$"
+                         r"|^warnings\.(filterwarnings|simplefilter)$|^sys\.path\.(insert|append)$")
+SETUP_HEADING = re.compile(r"^#+\s*set[- ]?up\b", re.IGNORECASE)
 
 
 def is_navigation(cell) -> bool:
@@ -176,18 +179,22 @@ def hidden_kind(cell) -> str | None:
     return None
 
 
-def fix(path: Path) -> int:
-    """Give set-up, navigation and collapsed cells shown as slides their rule's type; return how many changed.
+def hide(cells, *, only_collapsed: bool = False) -> int:
+    """Give the cells that may not be shown (set-up, navigation, collapsed) their rule's type, in place.
 
-    Every other cell keeps its type. When a fixed cell opened a slide or a
-    sub-slide, the next shown cell opens it instead, so the deck keeps its pages.
+    Every other cell keeps its type. When a hidden cell opened a slide or a
+    sub-slide, the next shown cell opens it instead, so the deck keeps its
+    pages. With ``only_collapsed``, only collapsed cells change (what the deck
+    builder does: a lecturer's choice for a set-up cell is respected).
+    Returns how many cells changed.
     """
-    nb = nbformat.read(path, as_version=4)
     changed = 0
     carry = None
-    for cell in nb.cells:
+    for cell in cells:
         kind = slide_type_of(cell)
         want = hidden_kind(cell)
+        if only_collapsed and not is_collapsed(cell):
+            want = None
         if want and kind in SHOWN:
             cell.metadata.setdefault("slideshow", {})["slide_type"] = want
             changed += 1
@@ -198,6 +205,13 @@ def fix(path: Path) -> int:
             if kind in ("-", "fragment") or (kind == "subslide" and carry == "slide"):
                 cell.metadata["slideshow"]["slide_type"] = carry
             carry = None
+    return changed
+
+
+def fix(path: Path) -> int:
+    """:func:`hide` on a notebook file: set-up, navigation and collapsed cells shown as slides; how many changed."""
+    nb = nbformat.read(path, as_version=4)
+    changed = hide(nb.cells)
     if changed:
         nbformat.validate(nb)
         nbformat.write(nb, path)
