@@ -156,9 +156,9 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
     overflowing = "\n".join(
         f"  slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\": {s['height']} px of {report.height}"
         for s in report.overflowing)
-    assert not report.overflowing, (
-        f"{source.stem}: {len(report.overflowing)} of {len(report.slides)} slides overflow the slide box "
-        f"(shorten the code or the output, or move prose to a 'notes' cell):\n{overflowing}")
+    if report.overflowing:
+        pytest.fail(f"{source.stem}: {len(report.overflowing)} of {len(report.slides)} slides overflow the slide "
+                    f"box (shorten the code or the output, or move prose to a 'notes' cell):\n{overflowing}")
     assert not [s for s in report.slides if s["fragments_hidden"]], f"{source.stem}: a fragment stayed hidden"
     if report.walkthrough:
         assert len(report.slides) <= deck_report.MAX_SLIDES, (
