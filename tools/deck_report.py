@@ -134,18 +134,17 @@ class DeckReport:
 
 def measure_deck(browser, deck: Path) -> DeckReport:
     """Open one built deck (served from its folder) at its own size and measure every slide."""
-    import re
-
-    text = deck.read_text(encoding="utf-8")
-    width = int(re.search(r"\bwidth:\s*(\d+)", text).group(1))
-    height = int(re.search(r"\bheight:\s*(\d+)", text).group(1))
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         with StaticServer(deck.parent) as server:
             page.goto(server.url(deck.name), wait_until="networkidle")
             page.wait_for_function(READY_JS)
+            # the deck's own size: the window is made exactly reveal's width x height
+            size = page.evaluate("() => ({width: Reveal.getConfig().width, height: Reveal.getConfig().height})")
+            page.set_viewport_size({"width": int(size["width"]), "height": int(size["height"])})
+            page.evaluate("() => Reveal.layout()")
             page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
             page.wait_for_timeout(500)  # the saved widgets render after the page has loaded
             result = page.evaluate(MEASURE_JS)
