@@ -8,7 +8,8 @@ Each deck is opened at its own size (reveal.js ``width`` x ``height``), every sl
 visited with all its fragments shown, and a slide *overflows* when its content reaches
 past the slide box (the section's scroll height, or the bottom of any element in it,
 beyond the configured height; reveal's scale is divided out). The table lists, per
-deck, the slides, the overflowing slides and the slides with speaker notes; below it
+deck, the slides, the overflowing slides, the slides with speaker notes and the slides
+whose code or output is wider than the slide (cut at the right: noted, not failed); below it
 every problem names its slide by position (h.v as in the deck's URL, 1-based slide
 number) and by its first heading or text, so a notebook author can find the cell.
 
@@ -82,11 +83,14 @@ MEASURE_JS = """async () => {
         // the section scrolls (overflow-y: auto): its scroll height is the content's height
         const tall = Math.max(slide.scrollHeight, bottom);
         const text = label(slide);
+        // code or output cut at the right (a line too long): shown with a scroll bar, not failed
+        const wide = [...slide.querySelectorAll('pre')].filter((e) => !e.closest('aside.notes')
+            && e.scrollWidth > e.clientWidth + 2).length;
         slides.push({
             number: n + 1, h: at.h, v: at.v || 0, title: text,
             height: Math.round(tall), overflow: Math.round(tall - height),
             notes: slide.querySelectorAll('aside.notes').length > 0,
-            fragments_hidden: hidden,
+            fragments_hidden: hidden, wide,
         });
     }
     return {width, height, slides};
@@ -112,6 +116,10 @@ class DeckReport:
         return [s for s in self.slides if s["notes"]]
 
     @property
+    def wide(self) -> list[dict]:
+        return [s for s in self.slides if s.get("wide")]
+
+    @property
     def walkthrough(self) -> bool:
         return self.name.startswith(WALKTHROUGHS)
 
@@ -130,6 +138,12 @@ class DeckReport:
                 found.append(f"{self.name}: slide {s['number']} \"{s['title']}\": "
                              f"{s['fragments_hidden']} fragments could not be shown")
         return found
+
+    def notices(self) -> list[str]:
+        """What does not break a limit but reads badly when projected: lines cut at the right."""
+        return [f"{self.name}: slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\": "
+                f"{s['wide']} code/output blocks wider than the slide (cut at the right, scroll bar)"
+                for s in self.wide]
 
 
 def measure_deck(browser, deck: Path) -> DeckReport:
@@ -169,19 +183,25 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 
 
 def table(reports: list[DeckReport]) -> str:
-    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10}"]
+    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10} {'wide code':>9}"]
     for r in reports:
-        lines.append(f"{r.name[:36]:<36} {len(r.slides):>6} {len(r.overflowing):>11} {len(r.with_notes):>10}")
+        lines.append(f"{r.name[:36]:<36} {len(r.slides):>6} {len(r.overflowing):>11} {len(r.with_notes):>10}"
+                     f" {len(r.wide):>9}")
     walk = [r for r in reports if r.walkthrough]
     if walk:
         lines.append(f"{'walkthroughs 01-06':<36} {sum(len(r.slides) for r in walk):>6} "
-                     f"{sum(len(r.overflowing) for r in walk):>11} {sum(len(r.with_notes) for r in walk):>10}")
+                     f"{sum(len(r.overflowing) for r in walk):>11} {sum(len(r.with_notes) for r in walk):>10}"
+                     f" {sum(len(r.wide) for r in walk):>9}")
     return "\n".join(lines)
 
 
 def report(reports: list[DeckReport]) -> str:
     problems = [p for r in reports for p in r.problems()]
-    return table(reports) + "\n\n" + ("\n".join(problems) if problems else "every deck fits its limits")
+    notices = [n for r in reports for n in r.notices()]
+    text = table(reports) + "\n\n" + ("\n".join(problems) if problems else "every deck fits its limits")
+    if notices:
+        text += "\n\nNot failed, but cut at the right when projected:\n" + "\n".join(notices)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
