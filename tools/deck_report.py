@@ -55,8 +55,12 @@ MEASURE_JS = """async () => {
         copy.querySelectorAll('aside.notes, script, style, .jp-InputPrompt, .jp-OutputPrompt, .anchor-link')
             .forEach((e) => e.remove());
         const heading = copy.querySelector('h1, h2, h3, h4, h5');
-        return (heading || copy).textContent.replace(/\\s+/g, ' ').trim().slice(0, 80);
+        const text = (heading || copy).textContent.replace(/\\s+/g, ' ').trim();
+        if (heading) section = text;
+        // a slide without a heading is named by its first text, under the last heading before it
+        return (heading || !section ? text.slice(0, 80) : `${section.slice(0, 40)} > ${text.slice(0, 60)}`);
     };
+    let section = '';
     const slides = [];
     const all = Reveal.getSlides();
     for (let n = 0; n < all.length; n++) {
