@@ -204,7 +204,7 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
                 return at;
             }""")
             expected = page.evaluate("() => Reveal.getCurrentSlide().querySelector('aside.notes').textContent")
-            with page.expect_popup() as popup_info:
+            with page.expect_popup(timeout=30_000) as popup_info:
                 page.keyboard.press("s")
             speaker = popup_info.value
             notes = speaker.locator(".speaker-controls-notes .value")

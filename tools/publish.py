@@ -25,7 +25,9 @@ notes. Collapsed cells (tag ``collapsed`` or ``jupyter.source_hidden`` /
 prose goes to the speaker notes, collapsed code is left out. On the site the
 same cells show as an expandable block (``<details>``), closed, whose summary
 says what it holds ("Show the answer", "Show the document check", "Show the
-code"). Widgets appear as the snapshot of their saved state.
+code"). Widgets appear as the snapshot of their saved state, at 70 % of their
+size on a slide. ``python tools/deck_report.py`` measures the built decks in
+Chromium (slides, slides that overflow, slides with speaker notes).
 """
 
 from __future__ import annotations
