@@ -118,14 +118,14 @@ def test_rise_temperature_slider_changes_the_picture(rise_page):
     page = rise_page
     # the widgets rendered on the slide (their text representation has no image)
     image = page.locator("img.attention-explorer-image").first
-    image.wait_for(timeout=20_000)
+    image.wait_for(timeout=TIMEOUT_MS)  # the kernel imports matplotlib and draws first: slow on a busy machine
     before, readout = image.get_attribute("src"), _readout(page)
     handle = page.locator(".attention-explorer-temperature .noUi-handle").first
     handle.focus()
     for _ in range(3):
         handle.press("ArrowRight")
     page.wait_for_function("(old) => document.querySelector('img.attention-explorer-image').src !== old",
-                           arg=before, timeout=20_000)
+                           arg=before, timeout=TIMEOUT_MS)
     assert "the explorer" in _present_slide(page).lower(), "the arrow keys moved the deck instead of the slider"
     assert image.get_attribute("src") != before
     assert _readout(page) != readout, "the picture changed but the temperature readout did not"
