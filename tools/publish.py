@@ -145,7 +145,7 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
 # Collapsed cells: out of the decks, expandable on the site
 # ---------------------------------------------------------------------------
 
-DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b", re.IGNORECASE)
+DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
 
 
 def deck_notebook(nb):
