@@ -105,6 +105,122 @@ def page(sync_api, lab):
             browser.close()
 
 
+# ---------------------------------------------------------------------------
+# The lecture decks fit their slides (issue 10): every slide of decks 01-07, every fragment shown
+# ---------------------------------------------------------------------------
+
+DECK_PREFIXES = ("01-", "02-", "03-", "04-", "05-", "06-", "07-")
+
+
+def _deck_tools():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import deck_report
+    import publish
+    import slide_metadata
+
+    return deck_report, publish, slide_metadata
+
+
+def _deck_sources():
+    *_, slide_metadata = _deck_tools()
+    return [p for p in slide_metadata.walkthrough_notebooks() if p.name.startswith(DECK_PREFIXES)]
+
+
+@pytest.fixture(scope="module")
+def deck_reports(tmp_path_factory):
+    """Decks 01-07 built into a temporary folder and measured in Chromium: {notebook stem: DeckReport}."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    deck_report, publish, _ = _deck_tools()
+    out = tmp_path_factory.mktemp("decks")
+    decks = publish.build_slides(_deck_sources(), out)
+    reports = deck_report.measure(decks)
+    table = deck_report.table(reports)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "decks.txt").write_text(deck_report.report(reports) + "\n")
+    print(f"\nlecture decks (every slide, every fragment shown):\n{table}")
+    return {r.name: r for r in reports}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("source", _deck_sources(), ids=lambda p: p.stem[:2])
+def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, source):
+    deck_report, *_ = _deck_tools()
+    report = deck_reports[source.stem]
+    assert report.slides, f"{source.stem}: the deck has no slide"
+    # the deck is opened at its own size: a slide's box is reveal's configured width x height
+    assert (report.width, report.height) == (1100, 760)
+    overflowing = "\n".join(
+        f"  slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\": {s['height']} px of {report.height}"
+        for s in report.overflowing)
+    if report.overflowing:
+        pytest.fail(f"{source.stem}: {len(report.overflowing)} of {len(report.slides)} slides overflow the slide "
+                    f"box (shorten the code or the output, or move prose to a 'notes' cell):\n{overflowing}")
+    assert not [s for s in report.slides if s["fragments_hidden"]], f"{source.stem}: a fragment stayed hidden"
+    if report.walkthrough:
+        assert len(report.slides) <= deck_report.MAX_SLIDES, (
+            f"{source.stem}: {len(report.slides)} slides, at most {deck_report.MAX_SLIDES}")
+        assert report.with_notes, f"{source.stem}: no speaker notes (give long prose the slide type 'notes')"
+
+
+@pytest.mark.browser
+def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factory):
+    """``s`` opens reveal's speaker view (the vendored notes plugin) with the slide's notes, offline."""
+    from urllib.parse import urlsplit
+
+    from browser_support import StaticServer
+
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    _, publish, _ = _deck_tools()
+    out = tmp_path_factory.mktemp("speaker")
+    cells = [new_markdown_cell("# A deck"), new_markdown_cell("## The slide with notes"),
+             new_markdown_cell("SPEAKER-NOTES: say this aloud, do not project it.")]
+    for cell, kind in zip(cells, ("slide", "slide", "notes")):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    source = out / "lesson.ipynb"
+    nbformat.write(new_notebook(cells=cells), source)
+    (deck,) = publish.build_slides([source], out)
+    offsite = []
+    with sync_api.sync_playwright() as playwright, StaticServer(out) as server:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1100, "height": 760})
+            context.on("request", lambda r: urlsplit(r.url).scheme in ("http", "https")
+                       and urlsplit(r.url).hostname != "127.0.0.1" and offsite.append(r.url))
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(server.url(deck.name))
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+            # the first slide that has notes
+            index = page.evaluate("""() => {
+                const slide = Reveal.getSlides().find((s) => s.querySelector('aside.notes'));
+                const at = Reveal.getIndices(slide);
+                Reveal.slide(at.h, at.v || 0);
+                return at;
+            }""")
+            expected = page.evaluate("() => Reveal.getCurrentSlide().querySelector('aside.notes').textContent")
+            with page.expect_popup(timeout=30_000) as popup_info:
+                page.keyboard.press("s")
+            speaker = popup_info.value
+            notes = speaker.locator(".speaker-controls-notes .value")
+            notes.wait_for()
+            speaker.wait_for_function(
+                "(text) => document.querySelector('.speaker-controls-notes .value').textContent.trim().length > 0",
+                arg=expected)
+            shown = " ".join(notes.inner_text().split())
+            assert shown[:40] == " ".join(expected.split())[:40], (index, shown[:200])
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            speaker.screenshot(path=ARTIFACTS / "speaker-view.png")
+        finally:
+            browser.close()
+    assert offsite == [], f"the speaker view asked the network for {offsite}"
+
+
 def _image_src(page):
     return page.locator(IMAGE).first.get_attribute("src")
 

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable
 
@@ -105,6 +105,81 @@ def test_problems_names_a_missing_or_unknown_slide_type(tmp_path):
     found = "\n".join(slide_metadata.problems(path))
     assert "'slidee'" in found and "None" in found
     assert "first shown cell should open a slide, not 'fragment'" in found
+
+
+def _lesson_notebook():
+    """A small lesson as issue 10 writes them: set-up, a step, an answer, notes and a collapsed appendix."""
+    hidden = {"source_hidden": True, "outputs_hidden": True}
+    cells = [
+        new_markdown_cell("# Toy lesson\n\nWhat you will be able to do."),  # 0
+        new_markdown_cell("[next](x.ipynb)", metadata={"tags": ["navigation"]}),  # 1
+        new_code_cell("import numpy as np\n\nnp.set_printoptions(precision=4, suppress=True)"),  # 2 set-up
+        new_markdown_cell("## Step 1: add"),  # 3
+        new_code_cell("print(2 + 2)", outputs=[new_output("stream", name="stdout", text="4\n")]),  # 4
+        new_markdown_cell("The long story behind step 1, for the lecturer to tell."),  # 5 -> notes
+        new_markdown_cell("## Check yourself\n\nWhat does 3 + 3 give? Predict first."),  # 6
+        new_markdown_cell("**Answer.** SIX-IS-THE-ANSWER.", metadata={"tags": ["collapsed", "answer"], "jupyter": hidden}),
+        new_markdown_cell("## Appendix: the document, figure by figure"),  # 8
+        new_code_cell("print('DOCUMENT-TABLE')", metadata={"tags": ["collapsed"], "jupyter": hidden},
+                      outputs=[new_output("stream", name="stdout", text="DOCUMENT-TABLE\n")]),  # 9
+        new_code_cell("print('CAUSES')", metadata={"tags": ["collapsed"], "jupyter": hidden}),  # 10
+        new_markdown_cell("## Summary\n\n- adding works"),  # 11
+        new_code_cell("x = np.ones(2)", metadata={"jupyter": {"source_hidden": True}}),  # 12 collapsed, no tag
+        new_markdown_cell("[back](y.ipynb)", metadata={"tags": ["navigation"]}),  # 13
+    ]
+    return new_notebook(cells=cells)
+
+
+def test_setup_cells_are_recognised():
+    code = [
+        ("import numpy as np\nimport matplotlib.pyplot as plt\n\nfrom helpers import attention", True),
+        ("%matplotlib inline\nimport numpy as np\nnp.set_printoptions(precision=4)", True),
+        ("import numpy as np\nplt.rcParams['figure.dpi'] = 80", True),
+        ("import numpy as np\nx = np.arange(3)", False),
+        ("np.set_printoptions(precision=4)\nprint(x)", False),
+        ("from helpers import examples\nex = examples.load_example('i_am_happy')", False),
+    ]
+    for source, expected in code:
+        assert slide_metadata.is_setup(new_code_cell(source)) is expected, source
+    assert slide_metadata.is_setup(new_markdown_cell("## Set-up\n\nFour decimals."))
+    assert not slide_metadata.is_setup(new_markdown_cell("## Step 1\n\nimport this"))
+    assert slide_metadata.is_setup(new_code_cell("x = 1", metadata={"tags": ["setup"]}))
+
+
+def test_rules_keep_set_up_navigation_and_collapsed_cells_off_the_slides():
+    types = slide_metadata.rule_types(_lesson_notebook().cells)
+    assert types == ["slide", "skip", "skip", "slide", "fragment", "subslide", "slide", "notes",
+                     "slide", "skip", "skip", "slide", "skip", "skip"]
+
+
+def test_check_flags_set_up_navigation_and_collapsed_cells_shown_as_slides(tmp_path):
+    nb = _lesson_notebook()
+    for cell, kind in zip(nb.cells, slide_metadata.rule_types(nb.cells)):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    path = tmp_path / "lesson.ipynb"
+    nbformat.write(nb, path)
+    assert slide_metadata.problems(path) == []
+    # the old decks: set-up on a slide, navigation shown, the answer and the appendix as slides
+    for i, kind in ((2, "slide"), (1, "-"), (7, "fragment"), (9, "subslide"), (12, "-")):
+        nb.cells[i].metadata["slideshow"]["slide_type"] = kind
+    nb.cells[3].metadata["slideshow"]["slide_type"] = "-"  # cell 2 opens the slide now
+    nbformat.write(nb, path)
+    found = slide_metadata.problems(path)
+    assert [line.split(" is ")[1] for line in found] == [
+        "a navigation cell shown as '-': make it 'skip'",
+        "a set-up cell shown as 'slide': make it 'skip'",
+        "a collapsed cell shown as 'fragment': make it 'notes' or 'skip'",
+        "a collapsed cell shown as 'subslide': make it 'notes' or 'skip'",
+        "a collapsed cell shown as '-': make it 'notes' or 'skip'",
+    ]
+    assert all(f"cell {i} ({nb.cells[i].id})" in line for i, line in zip((1, 2, 7, 9, 12), found))
+    assert slide_metadata.problems(path, shown_cells=False) == []  # what the deck builder insists on
+    assert slide_metadata.fix(path) == 5
+    fixed = [slide_metadata.slide_type_of(c) for c in nbformat.read(path, as_version=4).cells]
+    # the fixed cells take their rule's type, the step heading opens the slide the set-up cell opened
+    assert fixed == ["slide", "skip", "skip", "slide", "fragment", "subslide", "slide", "notes",
+                     "slide", "skip", "skip", "slide", "skip", "skip"]
+    assert slide_metadata.problems(path) == [] and slide_metadata.fix(path) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -290,7 +365,7 @@ def test_widgets_are_saved_in_the_pages_that_show_them(site):
 
 
 def test_the_deck_follows_the_slide_metadata(deck):
-    nb = nbformat.read(DECK_SOURCE, as_version=4)
+    nb = publish.deck_notebook(nbformat.read(DECK_SOURCE, as_version=4))  # collapsed cells are not slides
     types = [slide_metadata.slide_type_of(c) for c in nb.cells]
     html = deck.read_text(encoding="utf-8")
     assert html.count('<div class="fragment"') == types.count("fragment")
@@ -308,6 +383,67 @@ def test_a_rebuild_removes_the_pages_of_renamed_notebooks(tmp_path):
     publish._remove_stale(tmp_path, [tmp_path / "notebooks/new.html", tmp_path / "index.html"])
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html"))
     assert left == ["_static/x/page.html", "index.html", "notebooks/new.html"]
+
+
+def _export_slides(nb) -> str:
+    body, _ = publish.slides_exporter("_static").from_notebook_node(
+        publish.deck_notebook(nb), resources=publish._resources(nb, "lesson", "_static", "index.html"))
+    return body
+
+
+def _export_site(nb) -> str:
+    body, _ = publish.site_exporter("_static").from_notebook_node(
+        publish.site_notebook(nb), resources=publish._resources(nb, "lesson", "_static", "index.html"))
+    return body
+
+
+def _lesson_with_old_slide_types():
+    """The lesson whose answer and appendix were made slides, as the old decks had them."""
+    nb = _lesson_notebook()
+    for cell, kind in zip(nb.cells, slide_metadata.rule_types(nb.cells)):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    nb.cells[2].metadata["slideshow"]["slide_type"] = "fragment"  # a lecturer shows the set-up
+    nb.cells[5].metadata["slideshow"]["slide_type"] = "notes"
+    nb.cells[7].metadata["slideshow"]["slide_type"] = "subslide"
+    nb.cells[9].metadata["slideshow"]["slide_type"] = "subslide"
+    nb.cells[10].metadata["slideshow"]["slide_type"] = "fragment"
+    return nb
+
+
+def test_a_deck_puts_notes_and_collapsed_prose_in_the_speaker_notes_and_leaves_collapsed_code_out():
+    nb = _lesson_with_old_slide_types()
+    html = _export_slides(nb)
+    notes = re.findall(r'<aside class="notes">(.*?)</aside>', html, flags=re.S)
+    assert len(notes) == 2
+    assert "The long story behind step 1" in notes[0]
+    assert "SIX-IS-THE-ANSWER" in notes[1]  # the answer: in the notes, not on a slide
+    assert html.count("SIX-IS-THE-ANSWER") == 1
+    assert "DOCUMENT-TABLE" not in html and "CAUSES" not in html
+    assert "set_printoptions" in html  # the lecturer kept the set-up cell a slide: respected
+    # slides: title, step 1, check yourself, appendix (its heading), summary
+    types = [slide_metadata.slide_type_of(c) for c in publish.deck_notebook(nb).cells]
+    assert html.count("<section") == types.count("slide") * 2 + types.count("subslide") == 10
+    assert "_static/reveal.js/plugin/notes/notes.js" in html  # the speaker view, vendored
+    # the stored notebook is not changed by building its deck
+    assert slide_metadata.slide_type_of(nb.cells[9]) == "subslide"
+
+
+def test_the_site_shows_collapsed_cells_as_closed_expandable_blocks():
+    nb = _lesson_notebook()
+    html = _export_site(nb)
+    blocks = re.findall(r'<details class="collapsed-cells"><summary>(.*?)</summary>(.*?)</details>', html, flags=re.S)
+    assert [summary for summary, _ in blocks] == ["Show the answer", "Show the document check", "Show the code"]
+    answer, appendix, code = (inner for _, inner in blocks)
+    assert "SIX-IS-THE-ANSWER" in answer and "DOCUMENT-TABLE" not in answer
+    # the two appendix cells form one block, with the printed table inside it
+    assert "DOCUMENT-TABLE" in appendix and "CAUSES" in appendix and appendix.count('class="jp-Cell ') == 2
+    assert ">ones<" in code  # np.ones(2), highlighted
+    # what stays visible: the question, the appendix heading, every other cell
+    outside = re.sub(r"<details.*?</details>", "", html, flags=re.S)
+    for text in ("Predict first", "Appendix: the document", "Step 1: add", "Summary"):
+        assert text in outside, text
+    assert "<details open" not in html and html.count("<details") == 3
+    assert "site_details" not in str(nb.cells[7].metadata)  # the notebook itself is not marked
 
 
 # ---------------------------------------------------------------------------

@@ -19,12 +19,21 @@ built pages.
 
 Slide decks follow each cell's slide type (tools/slide_metadata.py); decks
 open with reveal.js keyboard navigation (arrows, space, ``s`` for the speaker
-view). Widgets appear as the snapshot of their saved state.
+view, whose notes plugin is vendored too). "notes" cells become the speaker
+notes. Collapsed cells (tag ``collapsed`` or ``jupyter.source_hidden`` /
+``outputs_hidden``: document checks and answers) are never slides: collapsed
+prose goes to the speaker notes, collapsed code is left out. On the site the
+same cells show as an expandable block (``<details>``), closed, whose summary
+says what it holds ("Show the answer", "Show the document check", "Show the
+code"). Widgets appear as the snapshot of their saved state, at 70 % of their
+size on a slide. ``python tools/deck_report.py`` measures the built decks in
+Chromium (slides, slides that overflow, slides with speaker notes).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import html
 import os
@@ -133,6 +142,66 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
 
 
 # ---------------------------------------------------------------------------
+# Collapsed cells: out of the decks, expandable on the site
+# ---------------------------------------------------------------------------
+
+DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
+
+
+def deck_notebook(nb):
+    """A copy of ``nb`` as the deck shows it: collapsed cells in the speaker notes (prose) or left out (code)."""
+    nb = copy.deepcopy(nb)
+    slide_metadata.hide(nb.cells, only_collapsed=True)
+    return nb
+
+
+def _heading_before(cells, i) -> str:
+    """The last markdown heading at or before cell ``i``."""
+    for cell in reversed(cells[: i + 1]):
+        if cell.cell_type == "markdown":
+            headings = [line for line in cell.source.splitlines() if line.startswith("#")]
+            if headings:
+                return headings[-1]
+    return ""
+
+
+def collapse_summary(cells, i) -> str:
+    """What the expandable block starting at cell ``i`` says it holds."""
+    cell = cells[i]
+    if "answer" in slide_metadata._tags(cell):
+        return "Show the answer"
+    if DOCUMENT_CHECK.search(_heading_before(cells, i)):
+        return "Show the document check"
+    return "Show the code" if cell.cell_type == "code" else "Show the details"
+
+
+def site_notebook(nb):
+    """A copy of ``nb`` whose runs of collapsed cells are marked for the site template.
+
+    Consecutive collapsed cells (answers and the rest apart) form one block: the
+    first gets ``metadata.site_details`` (the summary), the last
+    ``metadata.site_details_end``; the site template wraps them in
+    ``<details><summary>...</summary> ... </details>``.
+    """
+    nb = copy.deepcopy(nb)
+    cells = nb.cells
+    i = 0
+    while i < len(cells):
+        if not slide_metadata.is_collapsed(cells[i]):
+            i += 1
+            continue
+        answer = "answer" in slide_metadata._tags(cells[i])
+        j = i
+        while (j + 1 < len(cells) and slide_metadata.is_collapsed(cells[j + 1])
+               and ("answer" in slide_metadata._tags(cells[j + 1])) == answer):
+            j += 1
+        cells[i].metadata["site_details"] = collapse_summary(cells, i)
+        cells[j].metadata["site_details_end"] = True
+        i = j + 1
+    return nb
+
+
+# ---------------------------------------------------------------------------
 # Export
 # ---------------------------------------------------------------------------
 
@@ -217,7 +286,7 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
     _copy_static(out)
-    problems = [p for path in paths for p in slide_metadata.problems(path)]
+    problems = [p for path in paths for p in slide_metadata.problems(path, shown_cells=False)]
     if problems:
         raise SystemExit("publish: cells without a slide type (run tools/slide_metadata.py):\n" + "\n".join(problems))
     decks = {path.stem for path in paths} | {p.name[: -len(".slides.html")] for p in out.glob("*.slides.html")}
@@ -225,7 +294,7 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     exporter = slides_exporter(static)
     built, items = [], []
     for path in paths:
-        nb = with_widget_state(path)
+        nb = deck_notebook(with_widget_state(path))
         body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static, "index.html"))
 
         def relink(m, decks=decks):
@@ -291,7 +360,7 @@ def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> l
         page = out / path.relative_to(ROOT).with_suffix(".html")
         page.parent.mkdir(parents=True, exist_ok=True)
         static = _static_url(page, out)
-        nb = with_widget_state(path)
+        nb = site_notebook(with_widget_state(path))
         home = Path(os.path.relpath(home_page, page.parent)).as_posix()
         body, _ = site_exporter(static).from_notebook_node(nb, resources=_resources(nb, path.stem, static, home))
         page.write_text(_relink_site(body), encoding="utf-8")

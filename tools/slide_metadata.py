@@ -3,6 +3,8 @@
     python tools/slide_metadata.py            fill in the cells that have no slide type yet
     python tools/slide_metadata.py --reset    recompute every cell's slide type from the rules
     python tools/slide_metadata.py --check    exit 1 (and list the cells) if any cell has none
+    python tools/slide_metadata.py --fix      only set-up, navigation and collapsed cells shown as
+                                              slides: give them their rule's type (skip / notes)
 
 A slide type lives in a cell's metadata, ``{"slideshow": {"slide_type": ...}}``,
 the field JupyterLab's property inspector edits ("Slide Type") and nbconvert's
@@ -18,16 +20,25 @@ The first pass assigns them by rules that fit how the notebooks are written:
   the step, asks the class to predict, and the click reveals code and output;
 * a code cell after another code cell, or prose after a code cell, starts a
   sub-slide, so no slide grows past the screen;
-* prose after prose continues the same slide.
+* prose after prose continues the same slide;
+* set-up cells (code that only imports and sets print options or plot style,
+  a "Set-up" heading, tag ``setup``) are "skip" too;
+* collapsed cells (tag ``collapsed``, or ``jupyter.source_hidden`` /
+  ``outputs_hidden``: the document checks and the answers) are not slides:
+  collapsed prose becomes speaker notes ("notes"), collapsed code "skip".
 
 After that the metadata is the source: a lecturer's own choices (made in
 JupyterLab) are kept, and only cells without a slide type are filled in.
 Nothing else in a notebook changes, so no re-execution is needed.
+``--check`` also reports a navigation, set-up or collapsed cell that is shown
+as a slide.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import sys
 from pathlib import Path
 
@@ -48,6 +59,71 @@ def _tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
+SETUP_TAGS = {"setup", "set-up"}
+SHOWN = ("slide", "subslide", "fragment", "-")
+# Calls that only configure the session: print options, plot style, warning filters.
+SETUP_CALLS = re.compile(r"^(np|numpy)\.set_printoptions$|^(plt|matplotlib)\.(rc|rcParams\.update|style\.use)$"
+                         r"|^warnings\.(filterwarnings|simplefilter)$|^sys\.path\.(insert|append)$")
+SETUP_HEADING = re.compile(r"^#+\s*set[- ]?up\b", re.IGNORECASE)
+
+
+def is_navigation(cell) -> bool:
+    """A generated navigation or contents cell."""
+    return bool(_tags(cell) & SKIP_TAGS)
+
+
+def _dotted(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def is_setup(cell) -> bool:
+    """A set-up cell: code that only imports and configures (print options, plot style), or a "Set-up" heading.
+
+    >>> from nbformat.v4 import new_code_cell, new_markdown_cell
+    >>> is_setup(new_code_cell("import numpy as np\\nnp.set_printoptions(precision=4)"))
+    True
+    >>> is_setup(new_code_cell("import numpy as np\\nx = np.ones(3)"))
+    False
+    >>> is_setup(new_markdown_cell("## Set-up\\n\\nFour decimals."))
+    True
+    """
+    if _tags(cell) & SETUP_TAGS:
+        return True
+    source = cell.source.strip()
+    if not source:
+        return False
+    if cell.cell_type == "markdown":
+        return bool(SETUP_HEADING.match(source))
+    if cell.cell_type != "code":
+        return False
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return False
+    if not tree.body:
+        return True  # only magics (%matplotlib inline)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and SETUP_CALLS.match(_dotted(node.value.func)):
+            continue
+        if isinstance(node, ast.Assign) and all(_dotted(getattr(t, "value", t)).endswith("rcParams") for t in node.targets):
+            continue
+        return False
+    return True
+
+
+def is_collapsed(cell) -> bool:
+    """A cell collapsed in JupyterLab (a document check, an answer): tag ``collapsed`` or hidden source/outputs."""
+    hidden = cell.get("metadata", {}).get("jupyter", {})
+    return "collapsed" in _tags(cell) or bool(hidden.get("source_hidden") or hidden.get("outputs_hidden"))
+
+
 def slide_type_of(cell) -> str | None:
     return cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
 
@@ -58,8 +134,11 @@ def rule_types(cells) -> list[str]:
     previous = None  # the last cell that is shown (not skipped)
     for i, cell in enumerate(cells):
         first_line = cell.source.lstrip().split("\n", 1)[0] if cell.source.strip() else ""
-        if _tags(cell) & SKIP_TAGS or not cell.source.strip():
+        if is_navigation(cell) or is_setup(cell) or not cell.source.strip():
             types.append("skip")
+            continue
+        if is_collapsed(cell):
+            types.append("notes" if cell.cell_type == "markdown" else "skip")
             continue
         if previous is None:
             kind = "slide"
@@ -92,14 +171,73 @@ def apply(path: Path, *, reset: bool = False) -> int:
     return changed
 
 
-def problems(path: Path) -> list[str]:
-    """What a deck built from this notebook would get wrong: missing or unknown slide types."""
+def hidden_kind(cell) -> str | None:
+    """The type a cell must have in a deck when it may not be shown (set-up, navigation, collapsed), else None."""
+    if is_navigation(cell) or is_setup(cell):
+        return "skip"
+    if is_collapsed(cell):
+        return "notes" if cell.cell_type == "markdown" else "skip"
+    return None
+
+
+def hide(cells, *, only_collapsed: bool = False) -> int:
+    """Give the cells that may not be shown (set-up, navigation, collapsed) their rule's type, in place.
+
+    Every other cell keeps its type. When a hidden cell opened a slide or a
+    sub-slide, the next shown cell opens it instead, so the deck keeps its
+    pages. With ``only_collapsed``, only collapsed cells change (what the deck
+    builder does: a lecturer's choice for a set-up cell is respected).
+    Returns how many cells changed.
+    """
+    changed = 0
+    carry = None
+    for cell in cells:
+        kind = slide_type_of(cell)
+        want = hidden_kind(cell)
+        if only_collapsed and not is_collapsed(cell):
+            want = None
+        if want and kind in SHOWN:
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = want
+            changed += 1
+            if kind in ("slide", "subslide") and carry != "slide":
+                carry = kind
+            continue
+        if carry and kind in SHOWN:
+            if kind in ("-", "fragment") or (kind == "subslide" and carry == "slide"):
+                cell.metadata["slideshow"]["slide_type"] = carry
+            carry = None
+    return changed
+
+
+def fix(path: Path) -> int:
+    """:func:`hide` on a notebook file: set-up, navigation and collapsed cells shown as slides; how many changed."""
+    nb = nbformat.read(path, as_version=4)
+    changed = hide(nb.cells)
+    if changed:
+        nbformat.validate(nb)
+        nbformat.write(nb, path)
+    return changed
+
+
+def problems(path: Path, *, shown_cells: bool = True) -> list[str]:
+    """What a deck built from this notebook would get wrong.
+
+    Missing or unknown slide types, a deck whose first shown cell does not open
+    a slide, and (with ``shown_cells``) a navigation, set-up or collapsed cell
+    shown as a slide.
+    """
     nb = nbformat.read(path, as_version=4)
     found = []
     for i, cell in enumerate(nb.cells):
         kind = slide_type_of(cell)
         if kind not in SLIDE_TYPES:
             found.append(f"{path.name}: cell {i} ({cell.get('id')}) has slide type {kind!r}")
+        if kind in SHOWN and shown_cells:
+            what = ("a navigation cell" if is_navigation(cell) else "a set-up cell" if is_setup(cell)
+                    else "a collapsed cell" if is_collapsed(cell) else None)
+            if what:
+                want = "'notes' or 'skip'" if what == "a collapsed cell" else "'skip'"
+                found.append(f"{path.name}: cell {i} ({cell.get('id')}) is {what} shown as {kind!r}: make it {want}")
     shown = [slide_type_of(c) for c in nb.cells if slide_type_of(c) not in ("skip", "notes")]
     if shown and shown[0] != "slide":
         found.append(f"{path.name}: the first shown cell should open a slide, not {shown[0]!r}")
@@ -109,16 +247,19 @@ def problems(path: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", action="store_true", help="report cells without a valid slide type")
+    group.add_argument("--check", action="store_true",
+                       help="report cells without a valid slide type, and navigation, set-up or collapsed cells shown as slides")
+    group.add_argument("--fix", action="store_true",
+                       help="make set-up, navigation and collapsed cells shown as slides 'skip' (or 'notes')")
     group.add_argument("--reset", action="store_true", help="recompute every slide type from the rules")
     args = parser.parse_args(argv)
     paths = walkthrough_notebooks()
     if args.check:
         found = [p for path in paths for p in problems(path)]
-        print("\n".join(found) or "slide_metadata: every cell has a slide type")
+        print("\n".join(found) or "slide_metadata: every cell has a slide type, and no set-up, navigation or collapsed cell is a slide")
         return 1 if found else 0
     for path in paths:
-        n = apply(path, reset=args.reset)
+        n = fix(path) if args.fix else apply(path, reset=args.reset)
         if n:
             print(f"slide_metadata: {path.name}: {n} cells")
     return 0

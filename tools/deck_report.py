@@ -1,0 +1,230 @@
+"""Measure the lecture decks in headless Chromium: slides, overflowing slides, speaker notes.
+
+    python tools/deck_report.py                 build every deck into build/slides/, then measure it
+    python tools/deck_report.py 01 03           only the decks whose notebook name starts so
+    python tools/deck_report.py --no-build      measure the decks already in build/slides/
+
+Each deck is opened at its own size (reveal.js ``width`` x ``height``), every slide is
+visited with all its fragments shown, and a slide *overflows* when its content reaches
+past the slide box (the section's scroll height, or the bottom of any element in it,
+beyond the configured height; reveal's scale is divided out). The table lists, per
+deck, the slides, the overflowing slides, the slides with speaker notes and the slides
+whose code or output is wider than the slide (cut at the right: noted, not failed); below it
+every problem names its slide by position (h.v as in the deck's URL, 1-based slide
+number) and by its first heading or text, so a notebook author can find the cell.
+
+The limits for the walkthroughs 01-06 (issue 10): at most 40 slides, speaker notes
+present, no overflow; every other deck: no overflow. Exit status 1 when any is broken.
+Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the test extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import publish  # noqa: E402
+import slide_metadata  # noqa: E402
+from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable  # noqa: E402
+
+MAX_SLIDES = 40
+TOLERANCE_PX = 2  # sub-pixel rounding of the layout
+TIMEOUT_MS = 90_000
+WALKTHROUGHS = ("01-", "02-", "03-", "04-", "05-", "06-")
+
+# Visit every slide with all fragments shown and measure it. Runs in the deck's page.
+MEASURE_JS = """async () => {
+    const config = Reveal.getConfig();
+    const width = config.width, height = config.height;
+    const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    // a slide's name: its first heading, else its first text, with formulas as their TeX and no prompts
+    const tex = new Map();
+    for (const item of MathJax.startup.document.getMathItemsWithin(document.body)) {
+        if (item.typesetRoot) tex.set(item.typesetRoot, item.display ? `$$${item.math}$$` : `$${item.math}$`);
+    }
+    const label = (slide) => {
+        const copy = slide.cloneNode(true);
+        const originals = slide.querySelectorAll('mjx-container');
+        copy.querySelectorAll('mjx-container').forEach((e, i) => e.replaceWith(tex.get(originals[i]) || ''));
+        copy.querySelectorAll('aside.notes, script, style, .jp-InputPrompt, .jp-OutputPrompt, .anchor-link')
+            .forEach((e) => e.remove());
+        const heading = copy.querySelector('h1, h2, h3, h4, h5');
+        const text = (heading || copy).textContent.replace(/\\s+/g, ' ').trim();
+        if (heading) section = text;
+        // a slide without a heading is named by its first text, under the last heading before it
+        return (heading || !section ? text.slice(0, 80) : `${section.slice(0, 40)} > ${text.slice(0, 60)}`);
+    };
+    let section = '';
+    const slides = [];
+    const all = Reveal.getSlides();
+    for (let n = 0; n < all.length; n++) {
+        const slide = all[n];
+        const at = Reveal.getIndices(slide);
+        Reveal.slide(at.h, at.v || 0);
+        let last = -1;
+        slide.querySelectorAll('.fragment').forEach((f) => {
+            last = Math.max(last, Number(f.getAttribute('data-fragment-index')));
+        });
+        if (last >= 0) Reveal.slide(at.h, at.v || 0, last);
+        await frame();
+        const hidden = [...slide.querySelectorAll('.fragment')].filter((f) => !f.classList.contains('visible')).length;
+        const scale = Reveal.getScale();
+        const box = slide.getBoundingClientRect();
+        let bottom = 0, right = 0;
+        for (const el of slide.querySelectorAll('*')) {
+            if (el.closest('aside.notes') || el.closest('script, style')) continue;
+            const r = el.getBoundingClientRect();
+            if (r.width === 0 || r.height === 0) continue;
+            bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+            right = Math.max(right, (r.right - box.left) / scale);
+        }
+        // the section scrolls (overflow-y: auto): its scroll height is the content's height
+        const tall = Math.max(slide.scrollHeight, bottom);
+        const text = label(slide);
+        // code or output cut at the right (a line too long): shown with a scroll bar, not failed
+        const wide = [...slide.querySelectorAll('pre')].filter((e) => !e.closest('aside.notes')
+            && e.scrollWidth > e.clientWidth + 2).length;
+        slides.push({
+            number: n + 1, h: at.h, v: at.v || 0, title: text,
+            height: Math.round(tall), overflow: Math.round(tall - height),
+            notes: slide.querySelectorAll('aside.notes').length > 0,
+            fragments_hidden: hidden, wide,
+        });
+    }
+    return {width, height, slides};
+}"""
+
+READY_JS = """() => window.Reveal && Reveal.isReady() && window.MathJax && MathJax.startup
+    && MathJax.startup.promise && [...document.images].every((i) => i.complete)"""
+
+
+@dataclass
+class DeckReport:
+    name: str
+    width: int
+    height: int
+    slides: list[dict] = field(default_factory=list)
+
+    @property
+    def overflowing(self) -> list[dict]:
+        return [s for s in self.slides if s["overflow"] > TOLERANCE_PX]
+
+    @property
+    def with_notes(self) -> list[dict]:
+        return [s for s in self.slides if s["notes"]]
+
+    @property
+    def wide(self) -> list[dict]:
+        return [s for s in self.slides if s.get("wide")]
+
+    @property
+    def walkthrough(self) -> bool:
+        return self.name.startswith(WALKTHROUGHS)
+
+    def problems(self) -> list[str]:
+        """What breaks the limits, one line each, naming the slides."""
+        found = []
+        if self.walkthrough and len(self.slides) > MAX_SLIDES:
+            found.append(f"{self.name}: {len(self.slides)} slides, more than {MAX_SLIDES}")
+        if self.walkthrough and not self.with_notes:
+            found.append(f"{self.name}: no speaker notes (no cell of slide type 'notes')")
+        for s in self.overflowing:
+            found.append(f"{self.name}: slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\" "
+                         f"overflows by {s['overflow']} px ({s['height']} of {self.height} px)")
+        for s in self.slides:
+            if s["fragments_hidden"]:
+                found.append(f"{self.name}: slide {s['number']} \"{s['title']}\": "
+                             f"{s['fragments_hidden']} fragments could not be shown")
+        return found
+
+    def notices(self) -> list[str]:
+        """What does not break a limit but reads badly when projected: lines cut at the right."""
+        return [f"{self.name}: slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\": "
+                f"{s['wide']} code/output blocks wider than the slide (cut at the right, scroll bar)"
+                for s in self.wide]
+
+
+def measure_deck(browser, deck: Path) -> DeckReport:
+    """Open one built deck (served from its folder) at its own size and measure every slide."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        with StaticServer(deck.parent) as server:
+            page.goto(server.url(deck.name), wait_until="networkidle")
+            page.wait_for_function(READY_JS)
+            # the deck's own size: the window is made exactly reveal's width x height
+            size = page.evaluate("() => ({width: Reveal.getConfig().width, height: Reveal.getConfig().height})")
+            page.set_viewport_size({"width": int(size["width"]), "height": int(size["height"])})
+            page.evaluate("() => Reveal.layout()")
+            page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
+            page.wait_for_timeout(500)  # the saved widgets render after the page has loaded
+            result = page.evaluate(MEASURE_JS)
+    finally:
+        context.close()
+    name = deck.name[: -len(".slides.html")]
+    return DeckReport(name, result["width"], result["height"], result["slides"])
+
+
+def measure(decks: list[Path]) -> list[DeckReport]:
+    reason = unavailable()
+    if reason:
+        raise SystemExit(f"deck_report: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            return [measure_deck(browser, deck) for deck in decks]
+        finally:
+            browser.close()
+
+
+def table(reports: list[DeckReport]) -> str:
+    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10} {'wide code':>9}"]
+    for r in reports:
+        lines.append(f"{r.name[:36]:<36} {len(r.slides):>6} {len(r.overflowing):>11} {len(r.with_notes):>10}"
+                     f" {len(r.wide):>9}")
+    walk = [r for r in reports if r.walkthrough]
+    if walk:
+        lines.append(f"{'walkthroughs 01-06':<36} {sum(len(r.slides) for r in walk):>6} "
+                     f"{sum(len(r.overflowing) for r in walk):>11} {sum(len(r.with_notes) for r in walk):>10}"
+                     f" {sum(len(r.wide) for r in walk):>9}")
+    return "\n".join(lines)
+
+
+def report(reports: list[DeckReport]) -> str:
+    problems = [p for r in reports for p in r.problems()]
+    notices = [n for r in reports for n in r.notices()]
+    text = table(reports) + "\n\n" + ("\n".join(problems) if problems else "every deck fits its limits")
+    if notices:
+        text += "\n\nNot failed, but cut at the right when projected:\n" + "\n".join(notices)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="*", help="notebook name prefixes, e.g. 01 03 (default: every deck)")
+    parser.add_argument("--no-build", action="store_true", help="measure the decks already built")
+    parser.add_argument("--out", type=Path, default=publish.BUILD / "slides", help="the decks' folder")
+    args = parser.parse_args(argv)
+    sources = [p for p in slide_metadata.walkthrough_notebooks()
+               if not args.only or p.name.startswith(tuple(args.only))]
+    if not args.no_build:
+        publish.build_slides(sources, args.out)
+    decks = [args.out / publish.deck_name(p) for p in sources if (args.out / publish.deck_name(p)).is_file()]
+    if not decks:
+        raise SystemExit(f"deck_report: no deck in {args.out}")
+    reports = measure(decks)
+    print(report(reports))
+    return 1 if any(r.problems() for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
