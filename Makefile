@@ -66,8 +66,12 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(VENV)/.installed-lab
 	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
 
+# The RISE test runs in a pytest process of its own: inside the whole suite its
+# presenter has failed to render the explorer's widgets (three runs of three),
+# alone it has passed every time (seven runs, cold and warm .venv-present).
 test: $(VENV)/.installed-test $(VENDOR) $(GRADE_STAMP) $(PRESENT_STAMP)
-	$(THREADS) $(BIN)/python -m pytest
+	$(THREADS) $(BIN)/python -m pytest --ignore=tests/test_rise.py
+	$(THREADS) $(BIN)/python -m pytest tests/test_rise.py
 
 # Every declared floor, tested: a fresh build/floors/.venv on the oldest Python that
 # requires-python allows, every requirement of pyproject.toml pinned at its floor
