@@ -215,6 +215,31 @@ def _full_batch(batch, allowed, shapes):
 # ---------------------------------------------------------------------------
 
 
+def _check_softmax_axis(axis, shape):
+    """Raise ValueError unless ``axis`` (int, tuple of int or None) names axes of ``shape``."""
+    if axis is None:
+        return
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    ndim = len(shape)
+    for a in axes:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise ValueError(f"axis must be an int, a tuple of ints or None: got {axis!r}")
+        if not -ndim <= a < ndim:
+            if ndim == 0:
+                raise ValueError(
+                    f"axis {a} does not exist: x is a single number (x.shape=()), which has "
+                    "no axis to normalise over; pass axis=None to treat it as a "
+                    "distribution of one value (softmax 1.0)"
+                )
+            raise ValueError(
+                f"axis {a} is out of range for x with {ndim} dimension"
+                f"{'s' if ndim != 1 else ''} (x.shape={tuple(shape)}): "
+                f"use an axis from {-ndim} to {ndim - 1}"
+            )
+    if len({a % ndim for a in axes}) != len(axes):
+        raise ValueError(f"axis must not repeat an axis: got {axis!r}")
+
+
 def softmax(x, axis=-1, temperature=1.0):
     """Numerically stable softmax of ``x / temperature`` along ``axis``.
 
@@ -244,7 +269,9 @@ def softmax(x, axis=-1, temperature=1.0):
     Raises
     ------
     ValueError
-        If ``x`` is not real-valued or ``temperature`` is not finite and > 0.
+        If ``x`` is not real-valued, ``temperature`` is not finite and > 0, or
+        ``axis`` names an axis ``x`` does not have (a single number has none:
+        ``softmax(3.0)`` raises, ``softmax(3.0, axis=None)`` is 1.0).
 
     Examples
     --------
@@ -256,7 +283,10 @@ def softmax(x, axis=-1, temperature=1.0):
     """
     x = _real_array(x, "x")
     t = _check_temperature(temperature)
+    _check_softmax_axis(axis, x.shape)
     x = x.astype(_float_dtype(x), copy=False)
+    if x.ndim == 0:  # axis None or (): one value is its own distribution
+        return softmax(x.reshape(1), axis=-1, temperature=t).reshape(())
     if x.size == 0:
         return np.zeros_like(x)
     with np.errstate(invalid="ignore", over="ignore"):  # -1e308 - 1e308 -> -inf: fine
@@ -292,6 +322,7 @@ def softmax_loop(x, axis=-1, temperature=1.0):
     """
     x = _real_array(x, "x")
     t = _check_temperature(temperature)
+    _check_softmax_axis(axis, np.shape(x))
     dtype = _float_dtype(x)
     arr = np.asarray(x, dtype=np.float64)
     axes = range(arr.ndim) if axis is None else (axis,) if np.ndim(axis) == 0 else axis
@@ -1313,6 +1344,8 @@ def incremental_attention(q, k, v, mask=None, *, scale=None):
         )
     scale = _check_scale(scale, q.shape[-1])
     allowed = None if mask is None else _check_mask(mask, n, n)
+    if allowed is not None and allowed.ndim < 2:  # a 0-d or (m,) mask: as (1, 1) or (1, m)
+        allowed = allowed.reshape((1,) * (2 - allowed.ndim) + allowed.shape)
     batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
     q = np.broadcast_to(q, batch + q.shape[-2:])
     k = np.broadcast_to(k, batch + k.shape[-2:])
@@ -1321,7 +1354,7 @@ def incremental_attention(q, k, v, mask=None, *, scale=None):
     cache = KVCache(scale=scale)
     for t in range(n):
         cache.append(k[..., t:t + 1, :], v[..., t:t + 1, :])  # one new key and value
-        row_mask = None if allowed is None else (allowed if allowed.ndim < 2 or allowed.shape[-2] == 1 else allowed[..., t:t + 1, :])
+        row_mask = None if allowed is None else (allowed if allowed.shape[-2] == 1 else allowed[..., t:t + 1, :])
         if row_mask is not None and row_mask.shape[-1] != 1:
             row_mask = row_mask[..., : t + 1]
         out[..., t:t + 1, :] = cache.attend(q[..., t:t + 1, :], row_mask)[0]  # (..., 1, t + 1) x (..., t + 1, d_v)
@@ -1403,15 +1436,21 @@ def low_precision_attention(
     3. a stable softmax (row maximum subtracted) over the keys,
     4. ``weights @ v``.
 
-    With ``accumulate="float32"`` the two products and the softmax sums are
-    carried out in float32 (as a GPU's tensor cores and FlashAttention do)
-    and each result is rounded to ``dtype`` once. With ``accumulate=None``
-    every product and every partial sum is rounded to ``dtype`` as it is
-    formed, the way a naive 16-bit loop works.
+    With ``accumulate="float32"`` the scores are summed in float32 and *stay*
+    in float32 through the scaling, the masking and the softmax, the way a
+    fused kernel such as FlashAttention keeps them in on-chip memory; only
+    the weights (before ``weights @ v``, which also sums in float32) and the
+    output are rounded to ``dtype``. That is why an unscaled score above
+    float16's largest value 65504 does no harm here: it is never stored in
+    float16. (Summing in float32 and then rounding the scores to float16, as
+    an unfused ``q16 @ k16.T`` does, still gives inf: the cure is to keep the
+    scores in float32, or to scale q first with ``prescale=True``.) With
+    ``accumulate=None`` every product, every partial sum and every
+    intermediate result is rounded to ``dtype`` as it is formed, the way a
+    naive 16-bit loop works.
 
-    Each operation is done in float32 and its result rounded to ``dtype``
-    (bfloat16 by :func:`to_bfloat16`); overflow gives inf and inf - inf gives
-    NaN, without a warning.
+    Rounding to bfloat16 is done by :func:`to_bfloat16`; overflow gives inf
+    and inf - inf gives NaN, without a warning.
 
     Parameters
     ----------
@@ -1422,10 +1461,14 @@ def low_precision_attention(
     dtype : {"float16", "bfloat16"}
         The 16-bit format of the inputs, the scores, the weights and the output.
     accumulate : {"float32", None}
-        Where sums are formed: in float32 (rounded once) or in ``dtype``.
+        ``"float32"``: sums formed in float32 and the scores and softmax kept
+        in float32 (weights and output rounded to ``dtype``); ``None``: every
+        intermediate result rounded to ``dtype``.
     scale : float, optional
         Defaults to ``1 / sqrt(d_k)``.
     mask_value : float or None, default -1e9
+        A real number <= 0 (not NaN; a positive or NaN value would make the
+        blocked keys win or poison the row, and raises ValueError).
         What a blocked score becomes, rounded to ``dtype``: -1e9 turns into
         ``-inf`` in float16 (largest finite value 65504), so a fully masked
         row gives ``-inf - (-inf) = NaN``. A finite value such as -30000 keeps
@@ -1440,6 +1483,8 @@ def low_precision_attention(
     Returns
     -------
     out : ndarray of float32, shape (..., n, d_v)
+        With no keys (m = 0) the output is zero, as in
+        :func:`scaled_dot_product_attention`.
     weights : ndarray of float32, shape (..., n, m)
         Values representable in ``dtype``; rows sum to 1 up to its rounding.
 
@@ -1457,11 +1502,18 @@ def low_precision_attention(
         raise ValueError(f"dtype must be one of {_FORMATS}: got {dtype!r}")
     if accumulate not in ("float32", None):
         raise ValueError(f"accumulate must be 'float32' or None: got {accumulate!r}")
+    if mask_value is not None:
+        rule = "None or a real number <= 0 (a blocked score must be very negative)"
+        mask_value = _real_scalar(mask_value, "mask_value", rule)
+        if math.isnan(mask_value) or mask_value > 0:
+            raise ValueError(f"mask_value must be {rule}: got {mask_value!r}")
     q, k, v, batch, _ = _check_qkv(q, k, v)
     n, d_k, m = q.shape[-2], q.shape[-1], k.shape[-2]
     scale = _check_scale(scale, d_k)
     allowed = _allowed(mask, causal, n, m)
     batch = _full_batch(batch, allowed, f"q.shape={q.shape}, k.shape={k.shape}, v.shape={v.shape}")
+    if m == 0:  # no keys: nothing to attend to, a zero output (no max of an empty row)
+        return np.zeros(batch + (n, v.shape[-1]), np.float32), np.zeros(batch + (n, 0), np.float32)
     fmt = dtype
     acc_fmt = "float32" if accumulate == "float32" else fmt
     with np.errstate(all="ignore"):
@@ -1482,7 +1534,7 @@ def low_precision_attention(
             if mask_value is None:
                 np.copyto(s, -np.inf, where=~allowed)
             else:
-                fill = _to_format(_real_scalar(mask_value, "mask_value", "a real number or None"), fmt)
+                fill = _to_format(mask_value, fmt)
                 np.copyto(s, fill, where=~allowed)
         row_max = s.max(axis=-1, keepdims=True)
         if mask_value is None and allowed is not None:
@@ -1586,11 +1638,35 @@ def _check_nw(x_query, x_train, y_train, bandwidth):
         raise ValueError(
             f"y_train must be (m,) or (m, d_y) with m = len(x_train) = {xt.shape[0]}: got y_train.shape={yt.shape}"
         )
+    if xt.shape[0] == 0:
+        raise ValueError(
+            "x_train must hold at least one training point (the prediction is a weighted "
+            f"average of the training targets): got x_train.shape={np.shape(x_train)}"
+        )
+    for name, arr in (("x_query", xq), ("x_train", xt)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must hold finite numbers: got {arr[~np.isfinite(arr)][0]!r}")
     rule = "a finite real number > 0"
     h = _real_scalar(bandwidth, "bandwidth", rule)
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"bandwidth must be {rule}: got {h!r}")
     return xq, xt, yt, h
+
+
+def _nearest_uniform(diff):
+    """Weights (n, m): uniform over each query's nearest training points (ties share).
+
+    The limit of the Gaussian kernel weights when every kernel value underflows
+    (a query very far away, or a bandwidth so small that ``(x - x_i) / h``
+    overflows). Distances are compared after dividing each row by its largest
+    coordinate difference, so they do not overflow.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = np.abs(diff).max(axis=(1, 2), keepdims=True)  # (n, 1, 1)
+        top = np.where(top > 0, top, 1.0)
+        scaled = ((diff / top) ** 2).sum(axis=-1)  # (n, m), finite: each term <= 1
+    nearest = scaled == scaled.min(axis=-1, keepdims=True)
+    return nearest / nearest.sum(axis=-1, keepdims=True)
 
 
 def nadaraya_watson(x_query, x_train, y_train, bandwidth):
@@ -1617,7 +1693,15 @@ def nadaraya_watson(x_query, x_train, y_train, bandwidth):
     -------
     y_hat : ndarray, shape (n,) or (n, d_y) (as ``y_train``)
     weights : ndarray, shape (n, m)
-        Each row sums to 1.
+        Each row sums to 1. Where every kernel value of a query underflows
+        (a query very far from the data, or a tiny bandwidth) the weights are
+        their limit: shared equally by the query's nearest training points.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree, ``x_train`` is empty, an ``x`` is not finite,
+        or ``bandwidth`` is not finite and > 0.
 
     Examples
     --------
@@ -1626,8 +1710,13 @@ def nadaraya_watson(x_query, x_train, y_train, bandwidth):
     [0.1203 1.213 ] [1. 1.]
     """
     xq, xt, yt, h = _check_nw(x_query, x_train, y_train, bandwidth)
-    sq_dist = ((xq[:, None, :] - xt[None, :, :]) ** 2).sum(axis=-1)  # (n, 1, d) - (1, m, d) -> (n, m)
-    weights = softmax(-sq_dist / (2 * h * h), axis=-1)  # (n, m)
+    with np.errstate(over="ignore"):  # a far query or a tiny h: the scores reach -inf
+        diff = xq[:, None, :] - xt[None, :, :]  # (n, 1, d) - (1, m, d) -> (n, m, d)
+        scores = -0.5 * ((diff / h) ** 2).sum(axis=-1)  # (n, m); dividing first: h * h may underflow
+    weights = softmax(scores, axis=-1)  # (n, m)
+    lost = ~np.any(np.isfinite(scores), axis=-1)  # every kernel value underflowed: take the limit
+    if np.any(lost):
+        weights[lost] = _nearest_uniform(diff[lost])
     return weights @ yt, weights  # (n, m) x (m,) -> (n,)  or  (m, d_y) -> (n, d_y)
 
 

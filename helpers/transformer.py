@@ -480,6 +480,17 @@ def _cross_entropy(logits, targets):
 # ---------------------------------------------------------------------------
 
 
+def _finite_float(value, name):
+    """``value`` as a finite Python float, or ValueError naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number: got {value!r}") from None
+    if isinstance(value, (bool, np.bool_)) or not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number: got {value!r}")
+    return number
+
+
 class Adam:
     """Adam (Kingma and Ba), updating a dict of arrays in place.
 
@@ -505,11 +516,22 @@ class Adam:
     """
 
     def __init__(self, params, lr=3e-3, betas=(0.9, 0.999), eps=1e-8):
-        lr = float(lr)
-        if not (math.isfinite(lr) and lr > 0):
+        lr = _finite_float(lr, "lr")
+        if not lr > 0:
             raise ValueError(f"lr must be a finite number > 0: got {lr!r}")
+        try:
+            b1, b2 = betas
+        except (TypeError, ValueError):
+            raise ValueError(f"betas must be a pair (beta1, beta2): got {betas!r}") from None
+        b1, b2 = _finite_float(b1, "betas[0]"), _finite_float(b2, "betas[1]")
+        for index, beta in enumerate((b1, b2)):
+            if not 0.0 <= beta < 1.0:  # beta = 1 makes the bias correction 1 - beta^t zero
+                raise ValueError(f"betas[{index}] must be in [0, 1): got {beta!r}")
+        eps = _finite_float(eps, "eps")
+        if eps < 0:
+            raise ValueError(f"eps must be a finite number >= 0: got {eps!r}")
         self.params = params
-        self.lr, (self.b1, self.b2), self.eps = lr, betas, eps
+        self.lr, (self.b1, self.b2), self.eps = lr, (b1, b2), eps
         self.t = 0
         self.m = {name: np.zeros_like(w) for name, w in params.items()}
         self.v = {name: np.zeros_like(w) for name, w in params.items()}
