@@ -208,8 +208,7 @@ def _skip_number(match, text, original):
         if 1900 <= number <= 2099 and "," not in value:
             return True
     # An exponent in TeX (x^2, 10^{-9}) or a subscript (W_2, d_{64}).
-    before = text[max(0, match.start() - 2):match.start()]
-    if before.endswith(("^", "_", "^{", "_{")):
+    if re.search(r"[\^_]\{?\s*[-−]?$", text[:match.start()]):
         return True
     return False
 
