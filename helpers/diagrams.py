@@ -1104,8 +1104,8 @@ def softmax_jacobian(scores, labels=None, *, decimals=2):
     jac = _jacobian(p)  # (m, m), J[i, j] = dp_i / ds_j
     sums = jac.sum(axis=1)  # (m,), 0 up to rounding
     cell = 0.62
-    left, top_band, right_band = 1.0, 1.35, 1.25
-    fig_w = left + m * cell + right_band + 1.9
+    left, top_band, right_band = 1.0, 1.2, 1.25
+    fig_w = left + m * cell + right_band + 2.6
     fig_h = top_band + m * cell + 0.3
     fig = _new_figure((fig_w, fig_h))
     ax = fig.add_axes((0, 0, 1, 1))
@@ -1116,16 +1116,14 @@ def softmax_jacobian(scores, labels=None, *, decimals=2):
     cmap = mpl.colormaps["RdBu_r"]
     y_top = fig_h - top_band  # top edge of the matrix
     # the weights p above the matrix
-    ax.text(left - 0.1, y_top + 0.55, "p =", ha="right", va="center", fontsize=10, color="#222222")
+    ax.text(left - 0.1, y_top + 0.4, "p =", ha="right", va="center", fontsize=10, color="#222222")
     for j in range(m):
         x = left + j * cell
-        ax.text(x + cell / 2, y_top + 0.95, labels[j], ha="center", va="bottom", fontsize=9.5,
+        ax.text(x + cell / 2, y_top + 0.8, labels[j], ha="center", va="bottom", fontsize=9.5,
                 color="#222222", parse_math=False, gid=f"label:col:{j}")
-        ax.add_patch(Rectangle((x, y_top + 0.33), cell, 0.44, facecolor="#ece4f3", edgecolor="white"))
-        ax.text(x + cell / 2, y_top + 0.55, _format(p[j], decimals), ha="center", va="center", fontsize=9.5,
+        ax.add_patch(Rectangle((x, y_top + 0.18), cell, 0.44, facecolor="#ece4f3", edgecolor="white"))
+        ax.text(x + cell / 2, y_top + 0.4, _format(p[j], decimals), ha="center", va="center", fontsize=9.5,
                 color="#222222", gid=f"p:{j}")
-    ax.text(left + m * cell / 2, y_top + 0.08, "J = diag(p) \u2212 p p\u1d40:  J[i, j] = \u2202p\u1d62 / \u2202s\u2c7c",
-            ha="center", va="bottom", fontsize=9, color="#444444", gid="title")
     for i in range(m):
         y = y_top - (i + 1) * cell
         ax.text(left - 0.1, y + cell / 2, labels[i], ha="right", va="center", fontsize=9.5, color="#222222",
@@ -1146,7 +1144,8 @@ def softmax_jacobian(scores, labels=None, *, decimals=2):
     ax.add_patch(Rectangle((left, y_top - m * cell), m * cell, m * cell, fill=False, edgecolor="#333333",
                            linewidth=1.2, gid="box:J"))
     notes_x = left + m * cell + 1.2
-    notes = [("diagonal p\u1d62(1 \u2212 p\u1d62) > 0", "#b2182b"),
+    notes = [("J = diag(p) \u2212 p p\u1d40,  J[i, j] = \u2202p\u1d62 / \u2202s\u2c7c", "#222222"),
+             ("diagonal p\u1d62(1 \u2212 p\u1d62) > 0", "#b2182b"),
              ("off the diagonal \u2212p\u1d62 p\u2c7c < 0", "#2166ac"),
              ("each row sums to 0", "#222222")]
     for index, (text, colour) in enumerate(notes):
