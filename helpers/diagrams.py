@@ -1005,9 +1005,9 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     row_block = row // block_q
 
     columns = len(steps)
-    fig = plt.figure(figsize=(max(7.5, 1.25 * columns), 4.6), layout="constrained")
-    grid = fig.add_gridspec(2, columns, height_ratios=[1.35, 1])
-    total = max(n, 2 * m)
+    fig = plt.figure(figsize=(max(7.5, 1.25 * columns), 4.2), layout="constrained")
+    grid = fig.add_gridspec(2, columns, height_ratios=[1, 1])
+    total = max(n, m)
     for step, (i, j) in enumerate(steps):
         ax = fig.add_subplot(grid[0, step])
         for x0, name, spans, active in ((0.0, "Q", q_blocks, i), (1.2, "K", k_blocks, j), (2.4, "V", k_blocks, j)):
@@ -1027,17 +1027,15 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     for half, (values, final, name, label) in enumerate(
             ((running_max, final_max, "max", "running maximum m"), (running_sum, final_sum, "sum", "running sum \u2113"))):
         ax = fig.add_subplot(grid[1, half * columns // 2:(half + 1) * columns // 2])
-        ax.plot(arrived, values, "o-", color=QUERY_COLOUR, gid=f"running_{name}", label=label)
-        ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}",
-                   label=f"whole row: {_format(final, 2)}")
+        ax.plot(arrived, values, "o-", color=QUERY_COLOUR, gid=f"running_{name}")
+        ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
         for a, value in zip(arrived, values):
             ax.annotate(_format(value, 2), (a, value), textcoords="offset points", xytext=(0, 6), ha="center",
                         fontsize=8, gid=f"value:{name}:{a - 1}")
         ax.set_xticks(arrived)
         ax.set_xlabel(f"key blocks seen by query {row}")
-        ax.set_title(label, fontsize=10)
-        ax.margins(y=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.set_title(f"{label} (dashed: whole row, {_format(final, 2)})", fontsize=10)
+        ax.margins(x=0.1, y=0.3)
     fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=10)
 
     def listed(values):
@@ -1121,7 +1119,8 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
             for j in range(cols):
                 if (i, j) in number:
                     ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="#777777", linewidth=0.8))
-                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=9,
+                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=9, zorder=4,
+                            bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"),
                             gid=f"order:{p}:{i}:{j}")
                 else:
                     ax.add_patch(Rectangle((j, i), 1, 1, facecolor="#eeeeee", edgecolor="#bbbbbb", hatch="///",
