@@ -988,7 +988,8 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     q_blocks, k_blocks = _blocks(n, block_q), _blocks(m, block_k)
     steps = [(i, j) for i in range(len(q_blocks)) for j in range(len(k_blocks))]  # FlashAttention-2 order
     if len(steps) > 12:
-        raise ValueError(f"at most 12 steps can be drawn: got {len(q_blocks)} query blocks x {len(k_blocks)} key blocks")
+        raise ValueError(f"at most 12 steps can be drawn: got {len(q_blocks)} query blocks x "
+                         f"{len(k_blocks)} key blocks")
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
 
     # the online softmax of one row, block by block, from the data
@@ -1013,7 +1014,8 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
         for x0, name, spans, active in ((0.0, "Q", q_blocks, i), (1.2, "K", k_blocks, j), (2.4, "V", k_blocks, j)):
             for b, (start, stop) in enumerate(spans):
                 fast = b == active
-                ax.add_patch(Rectangle((x0, total - stop), 1.0, stop - start, facecolor=SRAM_FILLS[name] if fast else SLOW_FILL,
+                ax.add_patch(Rectangle((x0, total - stop), 1.0, stop - start,
+                                       facecolor=SRAM_FILLS[name] if fast else SLOW_FILL,
                                        edgecolor="#333333" if fast else "#aaaaaa", linewidth=1.2 if fast else 0.6,
                                        gid=f"{'sram' if fast else 'block'}:{step}:{name}:{b}"))
             ax.text(x0 + 0.5, total + 0.4, name, ha="center", va="bottom", fontsize=9)
@@ -1025,7 +1027,8 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
         ax.set_title(f"step {step + 1}\nQ{i} with K{j}, V{j}", fontsize=9)
     arrived = np.arange(1, len(k_blocks) + 1)
     for half, (values, final, name, label) in enumerate(
-            ((running_max, final_max, "max", "running maximum m"), (running_sum, final_sum, "sum", "running sum \u2113"))):
+            ((running_max, final_max, "max", "running maximum m"),
+             (running_sum, final_sum, "sum", "running sum \u2113"))):
         ax = fig.add_subplot(grid[1, half * columns // 2:(half + 1) * columns // 2])
         ax.plot(arrived, values, "o-", color=QUERY_COLOUR, gid=f"running_{name}")
         ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
@@ -1138,12 +1141,12 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
         ax.set_xlabel("key/value block")
         ax.set_ylabel("query block")
         ax.set_title(f"{title}\n{loop}", fontsize=10)
-        first = [s + 1 for s, (i, j) in enumerate(visits) if (j if "key" in loop else i) == visits[0][1 if "key" in loop else 0]]
-        described.append(f"{title}, {loop}: visits {len(visits)} tiles, "
-                         f"visits {first[0]}-{first[-1]} on {'key/value block' if 'key' in loop else 'query block'} "
-                         f"{visits[0][1] if 'key' in loop else visits[0][0]}")
-    _figures.describe(fig, f"Visit order of a grid of {rows} query blocks x {cols} key/value blocks in two loop orders, "
-                           f"numbered from 1. " + "; ".join(described) + ".")
+        axis = 1 if "key" in loop else 0  # the outer loop's index in (query block, key block)
+        first = [s + 1 for s, tile in enumerate(visits) if tile[axis] == visits[0][axis]]
+        described.append(f"{title}, {loop}: visits {len(visits)} tiles, visits {first[0]}-{first[-1]} on "
+                         f"{'key/value block' if axis else 'query block'} {visits[0][axis]}")
+    _figures.describe(fig, f"Visit order of a grid of {rows} query blocks x {cols} key/value blocks in two loop "
+                           f"orders, numbered from 1. " + "; ".join(described) + ".")
     return fig
 
 
