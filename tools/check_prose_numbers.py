@@ -17,8 +17,10 @@ Every number written in a markdown cell must do one of three things:
    or "the document"), or an explicit marker ``<!-- source: ... -->`` in the cell, which the
    reader does not see (for a fact that needs a longer reference, given in full elsewhere).
 
-A number in a question ("For n = 1000 tokens, how many operations ...?") poses a
-parameter rather than claiming a fact, and passes as such.
+A number in a question ("For n = 1000 tokens, how many operations ...?") or in an
+exercise's statement (under an "Exercises" heading, outside the answers) poses a parameter
+rather than claiming a fact, and passes as such; an answer may repeat a posed number. A
+number in inline code (`` `np.exp(-104)` ``) is code the reader sees, and counts as code.
 
 What is not checked, so that the check stays useful rather than noisy:
 
@@ -213,65 +215,100 @@ def _skip_number(match, text, original):
     return False
 
 
+EXERCISES = re.compile(r"^exercises?\b|^homework\b", re.IGNORECASE)
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+
+def _sections(cells):
+    """Per cell: (in a document-check appendix, in an exercises section), from the headings."""
+    appendix_level = exercise_level = None
+    states = []
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            for line in _text_of(cell).splitlines():
+                heading = HEADING.match(line.strip())
+                if not heading:
+                    continue
+                level, title = len(heading.group(1)), heading.group(2)
+                if appendix_level is not None and level <= appendix_level:
+                    appendix_level = None
+                if exercise_level is not None and level <= exercise_level:
+                    exercise_level = None
+                if DOC_APPENDIX.search(title):
+                    appendix_level = level
+                elif EXERCISES.search(title.strip("*_ ")):
+                    exercise_level = level
+        states.append((appendix_level is not None, exercise_level is not None))
+    return states
+
+
+def _prose_numbers(text):
+    """(match, line, original line, sentence, question) for each candidate number of the prose."""
+    visible = HTML_COMMENT.sub(" ", text)
+    # Headings hold section and step numbers: blank them out (keeping the line breaks).
+    visible = "\n".join("" if HEADING.match(line.strip()) else line for line in visible.split("\n"))
+    for start, sentence in _sentences(visible):
+        question = sentence.rstrip().rstrip("*_").endswith("?")  # a question poses, it does not claim
+        masked = LINK_TARGET.sub(lambda m: " " * len(m.group(0)), sentence)
+        masked = INLINE_CODE.sub(lambda m: " " * len(m.group(0)), masked)  # code the reader runs
+        for line, original in zip(masked.split("\n"), sentence.split("\n")):
+            for match in NUMBER.finditer(line):
+                if not _skip_number(match, line, original):
+                    yield match, sentence, question
+
+
 def check_notebook(path):
     """Every checked number of the notebook at ``path``, each with its reason (or "" if flagged)."""
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = nb.get("cells", [])
-    outputs, code = [], []
-    for cell in cells:
+    states = _sections(cells)
+    outputs, code, posed = [], [], []
+    for cell, (appendix, exercise) in zip(cells, states):
         if cell.get("cell_type") == "code":
             code.extend(_numbers(_text_of(cell), CODE_NUMBER))
             for text in _output_texts(cell):
                 outputs.extend(_numbers(text, OUTPUT_NUMBER))
-    outputs, code = sorted(set(outputs)), sorted(set(code))
+        elif cell.get("cell_type") == "markdown":
+            text = _text_of(cell)
+            for span in INLINE_CODE.findall(text):  # inline code is code the reader sees
+                code.extend(_numbers(span, CODE_NUMBER))
+            # An exercise's statement (not its answer) and any question pose their numbers:
+            # an answer may repeat them.
+            is_answer = "answer" in cell.get("metadata", {}).get("tags", [])
+            for match, sentence, question in _prose_numbers(text):
+                if question or (exercise and not is_answer):
+                    posed.append(_value(match))
+    outputs, code, posed = sorted(set(outputs)), sorted(set(code)), sorted(set(posed))
 
     findings = []
-    appendix_level = None
-    for index, cell in enumerate(cells):
-        text = _text_of(cell)
+    for index, (cell, (appendix, exercise)) in enumerate(zip(cells, states)):
         tags = set(cell.get("metadata", {}).get("tags", []))
-        if cell.get("cell_type") == "markdown":
-            for line in text.splitlines():
-                heading = HEADING.match(line)
-                if heading:
-                    level = len(heading.group(1))
-                    if appendix_level is not None and level <= appendix_level and not DOC_APPENDIX.search(heading.group(2)):
-                        appendix_level = None
-                    if DOC_APPENDIX.search(heading.group(2)):
-                        appendix_level = level
-        if cell.get("cell_type") != "markdown" or appendix_level is not None:
+        if cell.get("cell_type") != "markdown" or appendix or "navigation" in tags:
             continue
-        if tags & {"navigation"}:
-            continue
+        text = _text_of(cell)
         has_marker = bool(SOURCE_MARKER.search(text))
-        visible = HTML_COMMENT.sub(" ", text)
-        # Headings hold section and step numbers: blank them out (keeping the line breaks).
-        visible = "\n".join("" if HEADING.match(line.strip()) else line for line in visible.split("\n"))
-        for start, sentence in _sentences(visible):
-            question = sentence.rstrip().rstrip("*_").endswith("?")  # a question poses, it does not claim
-            cited = bool(CITATION.search(sentence)) or any(t in sentence for t in DOCUMENT_TITLES) or bool(DOCUMENT_WORDS.search(sentence))
-            masked = LINK_TARGET.sub(lambda m: " " * len(m.group(0)), sentence)
-            for line, original in zip(masked.split("\n"), sentence.split("\n")):
-                for match in NUMBER.finditer(line):
-                    if _skip_number(match, line, original):
-                        continue
-                    value = _value(match)
-                    decimals = _decimals(match.group("number") + (match.group("exponent") or ""))
-                    percent = bool(match.group("percent"))
-                    if _matches(value, decimals, outputs, percent):
-                        reason = "output"
-                    elif _matches(value, decimals, code, percent):
-                        reason = "code"
-                    elif cited or has_marker:
-                        reason = "source"
-                    elif question:
-                        reason = "question"
-                    else:
-                        reason = ""
-                    findings.append(
-                        Finding(path.name, index, match.group(0).strip(), value, decimals, sentence, reason)
-                    )
+        is_answer = "answer" in tags
+        for match, sentence, question in _prose_numbers(text):
+            cited = (
+                bool(CITATION.search(sentence))
+                or any(t in sentence for t in DOCUMENT_TITLES)
+                or bool(DOCUMENT_WORDS.search(sentence))
+            )
+            value = _value(match)
+            decimals = _decimals(match.group("number") + (match.group("exponent") or ""))
+            percent = bool(match.group("percent"))
+            if _matches(value, decimals, outputs, percent):
+                reason = "output"
+            elif _matches(value, decimals, code, percent):
+                reason = "code"
+            elif cited or has_marker:
+                reason = "source"
+            elif question or (exercise and not is_answer) or _matches(value, decimals, posed, percent):
+                reason = "question"
+            else:
+                reason = ""
+            findings.append(Finding(path.name, index, match.group(0).strip(), value, decimals, sentence, reason))
     return findings
 
 
