@@ -42,6 +42,9 @@ def test_each_notebook_links_itself_in_colab_and_installs_first(path):
         assert "colab-install" in code[0].metadata.get("tags", [])
         assert code[0].source == navigation.INSTALL_SOURCE
         assert code[0].outputs == []
+        # out of the learner's way (issue 17): collapsed to one line, never a slide
+        assert code[0].metadata.get("jupyter", {}).get("source_hidden") is True
+        assert code[0].metadata.get("slideshow", {}).get("slide_type") == "skip"
         assert all("colab-install" not in c.metadata.get("tags", []) for c in code[1:])
 
 

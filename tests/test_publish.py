@@ -347,6 +347,24 @@ def test_the_site_loads_nothing_from_the_network_and_has_no_broken_link(site):
     assert problems == []
 
 
+def test_every_page_starts_with_the_lesson_not_the_colab_set_up(site):
+    """The Colab set-up cell does nothing on the web: no page shows it (issue 17)."""
+    for source in publish.site_notebooks():
+        html = _page_of(site, source).read_text(encoding="utf-8")
+        assert "Google Colab only" not in html and "google.colab" not in html, source.name
+    index = (site / "notebooks" / "00-index.html").read_text(encoding="utf-8")
+    first_cell = index.index('class="jp-Cell ')
+    assert index.index("<h1", first_cell) < index.index('class="jp-Cell jp-CodeCell', first_cell) if "jp-CodeCell" in index else True
+
+
+def test_the_site_notebook_leaves_out_the_set_up_cell_and_keeps_the_rest():
+    nb = nbformat.read(ROOT / "notebooks" / "02-cat-sat.ipynb", as_version=4)
+    site_nb = publish.site_notebook(nb)
+    assert [c for c in nb.cells if "colab-install" in c.metadata.get("tags", [])]
+    assert not [c for c in site_nb.cells if "colab-install" in c.metadata.get("tags", [])]
+    assert len(site_nb.cells) == len(nb.cells) - 1
+
+
 def test_links_between_notebooks_lead_to_pages(site):
     index = (site / "notebooks" / "00-index.html").read_text(encoding="utf-8")
     assert 'href="01-i-am-happy.html"' in index

@@ -193,12 +193,16 @@ def _set_install_cell(nb) -> None:
         cell = nb.cells[found]
         cell.source = INSTALL_SOURCE
         cell.metadata.setdefault("slideshow", {"slide_type": "skip"})
+        cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         if found != code[0]:
             nb.cells.insert(code[0], nb.cells.pop(found))
         return
     counts = [nb.cells[i].execution_count for i in code]
     # not a slide: tools/slide_metadata.py skips it too
-    cell = new_code_cell(INSTALL_SOURCE, metadata={"slideshow": {"slide_type": "skip"}, "tags": [INSTALL_TAG]})
+    # Source collapsed in JupyterLab and Colab (one line, "…", instead of 17), never a
+    # slide, and left out of the static site (tools/publish.py), where it has no use.
+    cell = new_code_cell(INSTALL_SOURCE, metadata={
+        "jupyter": {"source_hidden": True}, "slideshow": {"slide_type": "skip"}, "tags": [INSTALL_TAG]})
     cell["id"] = INSTALL_TAG  # a stable id, not a random one
     nb.cells.insert(code[0], cell)
     if counts == list(range(1, len(counts) + 1)):

@@ -176,7 +176,7 @@ def collapse_summary(cells, i) -> str:
 
 
 def site_notebook(nb):
-    """A copy of ``nb`` whose runs of collapsed cells are marked for the site template.
+    """A copy of ``nb`` for the site: no Colab set-up cell, runs of collapsed cells marked.
 
     Consecutive collapsed cells (answers and the rest apart) form one block: the
     first gets ``metadata.site_details`` (the summary), the last
@@ -184,6 +184,9 @@ def site_notebook(nb):
     ``<details><summary>...</summary> ... </details>``.
     """
     nb = copy.deepcopy(nb)
+    # The Colab set-up cell does nothing outside Colab: a web page leaves it out, so
+    # that the page starts with the lesson (the notebook itself keeps it, collapsed).
+    nb.cells = [c for c in nb.cells if "colab-install" not in slide_metadata._tags(c)]
     cells = nb.cells
     i = 0
     while i < len(cells):
