@@ -64,7 +64,7 @@ from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
 from .plots import AttentionFigure, _GlyphCache
 
-__all__ = ["AttentionExplorer", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
+__all__ = ["AttentionExplorer", "as_html", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
 
 CUSTOM = "(your sentence)"
 EMPTY = "(empty)"
@@ -107,6 +107,20 @@ def visible(token, limit=MAX_LABEL):
         for c in str(token)
     )
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def as_html(text, limit=None):
+    """Any text, the learner's or a message quoting it, as HTML that shows it and does nothing else.
+
+    The one escaping path of every widget here: characters the font cannot draw
+    become ``�`` (as in the pictures, so text and picture agree), then ``<``,
+    ``>``, ``&`` and quotes are escaped. ``limit`` cuts as :func:`visible` does.
+
+    >>> as_html("<b>bold?</b> & $x$")
+    '&lt;b&gt;bold?&lt;/b&gt; &amp; $x$'
+    """
+    text = str(text)
+    return html.escape(visible(text, limit=len(text) if limit is None else limit), quote=True)
 
 
 def sentence_tokens(sentence, *, max_tokens=MAX_TOKENS):
@@ -452,11 +466,11 @@ class AttentionExplorer:
         self._set_row_options()
         self.image.value = png
         self.readout.value = self._readout_html()
-        self.d_k_help.value = html.escape(self._d_k_help_text())
+        self.d_k_help.value = as_html(self._d_k_help_text())
 
     def _show_notice(self):
         self.notice.value = "".join(
-            f'<p style="color:{colour}">{html.escape(text)}</p>'
+            f'<p style="color:{colour}">{as_html(text)}</p>'
             for text, colour in ((self._error, "#b00020"), (self._note, "#555"))
             if text
         )
@@ -509,12 +523,12 @@ class AttentionExplorer:
 
     def _readout_html(self):
         """The readouts as HTML: every token is escaped, so it shows exactly as typed."""
-        first, second = (html.escape(line) for line in self._summary_lines())
+        first, second = (as_html(line) for line in self._summary_lines())
         header, body, more = self._table()
-        cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in body)
-        heads = "".join(f"<th>{html.escape(x)}</th>" for x in header)
+        cells = "".join("<tr>" + "".join(f"<td>{as_html(x)}</td>" for x in row) + "</tr>" for row in body)
+        heads = "".join(f"<th>{as_html(x)}</th>" for x in header)
         return (f"<p><b>{first}</b><br>{second}</p><table><tr>{heads}</tr>{cells}</table>"
-                + (f"<p>{html.escape(more)}</p>" if more else ""))
+                + (f"<p>{as_html(more)}</p>" if more else ""))
 
     def snapshot_png(self):
         """The picture and the readouts as one PNG: what a viewer without a kernel sees.
@@ -591,6 +605,8 @@ def parse_tokens(text, vocab_size, max_len):
     ([0, 1, 2], '')
     >>> parse_tokens("A Z", 16, 24)[1]
     'unknown token Z: the vocabulary is A B C D E F G H I J K L M N O P (or the ids 0..15)'
+    >>> parse_tokens("A \u0663", 16, 24)[1][:45]     # an Arabic-Indic three is not the id 3
+    'unknown token ٣; write ids with the digits 0-'
     """
     names = token_names(vocab_size)
     lookup = {name.upper(): i for i, name in enumerate(names)}
@@ -600,19 +616,23 @@ def parse_tokens(text, vocab_size, max_len):
         return None, f"type some tokens separated by spaces, e.g. A B C D A B C: {vocabulary}"
     if len(words) > max_len:
         return None, f"at most {max_len} tokens (the model's max_len): got {len(words)}"
-    ids, unknown = [], []
+    ids, unknown, digits = [], [], []
+    id_width = len(str(vocab_size - 1))
     for word in words:
         key = word.upper()
         if key in lookup:
             ids.append(lookup[key])
-        elif key.isdigit() and int(key) < vocab_size:
-            ids.append(int(key))
+        elif word.isascii() and word.isdigit() and len(word.lstrip("0")) <= id_width and int(word) < vocab_size:
+            ids.append(int(word))  # ASCII digits only: int() would also read ٣ or ３ as 3
         else:
             unknown.append(word)
+            if not word.isascii() and any(unicodedata.category(c) == "Nd" for c in word):
+                digits.append(word)
     if unknown:
-        shown = " ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        shown = " ".join(visible(w) for w in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         plural = "s" if len(unknown) > 1 else ""
-        return None, f"unknown token{plural} {shown}: {vocabulary}"
+        hint = "; write ids with the digits 0-9" if digits else ""
+        return None, f"unknown token{plural} {shown}{hint}: {vocabulary}"
     return ids, ""
 
 
@@ -625,7 +645,9 @@ class TrainedHeadExplorer:
     :class:`AttentionExplorer`: ``weights = softmax(scores / T)`` with the
     causal mask, so ``T = 1`` shows exactly what the model computes.
     Any text is accepted: what cannot be read is explained in the message
-    line (with the vocabulary), and nothing is raised.
+    line (with the vocabulary), and nothing is raised. Text reaches the page
+    only through :func:`as_html` (escaped), and the picture always shows the
+    sequence the message describes (none while the text cannot be read).
 
     Parameters
     ----------
@@ -730,15 +752,24 @@ class TrainedHeadExplorer:
             self._qk = [qkv[:2, 0].astype(np.float64) for qkv in cache["qkv"]]  # L x (2, H, n, e)
 
     def _on_change(self, change):
-        if change["owner"] is self.controls["tokens"]:
-            self._read_tokens()
-        self._update()
+        try:
+            if change["owner"] is self.controls["tokens"]:
+                self._read_tokens()
+            self._update()
+        except Exception as error:  # noqa: BLE001 - any failure: say so; picture and message agree
+            first_line = (str(error).strip().splitlines() or [""])[0][:120]
+            self._ids = self._qk = None
+            self._scores = self._weights = None
+            self.message = (f"This change could not be drawn ({type(error).__name__}: {first_line}); "
+                            "type a sequence or move a control to try again.")
+            self.image.value = b""
+            self.readout.value = f"<p><b>{as_html(self.message)}</b></p>"
 
     def _update(self):
         if self._ids is None:
             self._scores = self._weights = None
             self.image.value = b""
-            self.readout.value = f"<p><b>{self.message}</b></p>"
+            self.readout.value = f"<p><b>{as_html(self.message)}</b></p>"
             return
         layer, head = self.controls["layer"].value, self.controls["head"].value
         q, k = self._qk[layer][:, head]  # (n, e) each
@@ -783,7 +814,7 @@ class TrainedHeadExplorer:
         rows = []
         for i in range(len(tokens)):
             j = int(self._weights[i].argmax())
-            rows.append(f"<tr><td>{i}: {tokens[i]}</td><td>{j}: {tokens[j]}</td>"
+            rows.append(f"<tr><td>{i}: {as_html(tokens[i])}</td><td>{j}: {as_html(tokens[j])}</td>"
                         f"<td>{self._weights[i, j]:.2f}</td></tr>")
         return ("<table><tr><th>query</th><th>most weight on</th><th>weight</th></tr>"
                 + "".join(rows) + "</table>")

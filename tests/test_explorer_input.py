@@ -9,6 +9,7 @@ text, exactly as the explorer shows it.
 """
 
 import base64
+import html
 import html.parser
 import warnings
 
@@ -135,3 +136,100 @@ def test_dollars_and_backslashes_are_drawn_literally(sentence):
     # matplotlib shows "\$" as "$" and never parses a label with only escaped dollars as TeX
     assert [label.replace("\\$", "$") for label in labels] == sentence.split()
     assert all(not t._preprocess_math(t.get_text())[1] for t in explorer._figure.ax_scores.get_yticklabels())
+
+
+# ---------------------------------------------------------------------------
+# The trained-head explorer's token box (issue 18): the same rule for every text control
+# ---------------------------------------------------------------------------
+
+from helpers.widgets import TrainedHeadExplorer, as_html, token_names  # noqa: E402
+
+NUMBERS = st.one_of(
+    st.integers(min_value=0, max_value=10**6).map(str),
+    st.text("0123456789", min_size=20, max_size=6000),  # past int()'s 4300-digit limit too
+    st.sampled_from(["\u0663", "\uff13", "\u00b2", "\u2463", "\u0e53", "\U0001d7d1", "07", "0015", "-1", "1e3"]),
+)
+TOKEN_WORDS = st.one_of(st.sampled_from(TRICKY), NUMBERS, st.sampled_from(list("ABCDEFGHIJKLMNOPabcp")),
+                        st.text(CHARACTERS, min_size=1, max_size=8))
+TOKEN_TEXTS = st.one_of(
+    st.lists(TOKEN_WORDS, max_size=30).map(" ".join),
+    st.lists(st.sampled_from(list("ABCDEFGHIJKLMNOP") + [str(i) for i in range(16)]), min_size=1, max_size=24)
+    .map(" ".join),  # always readable
+    st.text(CHARACTERS, max_size=80),
+)
+_TRAINED = []
+
+
+def _trained():
+    if not _TRAINED:
+        _TRAINED.append(TrainedHeadExplorer())
+    return _TRAINED[0]
+
+
+def _expected_ids(text, vocab_size=16, max_len=24):
+    """The ids a text means, by the rule written out independently: names (any case) or ASCII ids."""
+    names = {name: i for i, name in enumerate(token_names(vocab_size))}
+    words = text.replace(",", " ").split()
+    if not words or len(words) > max_len:
+        return None
+    ids = []
+    for word in words:
+        if word.upper() in names:
+            ids.append(names[word.upper()])
+        elif all(c in "0123456789" for c in word) and len(word.lstrip("0")) <= 2 and int(word) < vocab_size:
+            ids.append(int(word))
+        else:
+            return None
+    return ids
+
+
+def _check_trained(explorer, text):
+    parsed = _parse(explorer.readout.value)
+    assert parsed.tags <= {"p", "b", "table", "tr", "th", "td"}, parsed.tags
+    expected = _expected_ids(text)
+    if expected is None:  # no picture, and a message saying why
+        assert explorer.weights is None and explorer.tokens is None
+        assert bytes(explorer.image.value) == b""
+        assert explorer.message and as_html(explorer.message) in explorer.readout.value
+    else:  # the picture is of exactly this sequence
+        names = token_names(16)
+        assert explorer.message == ""
+        assert explorer.tokens == [names[i] for i in expected]
+        assert bytes(explorer.image.value).startswith(PNG)
+        assert explorer.weights.shape == (len(expected), len(expected))
+        np.testing.assert_allclose(explorer.weights.sum(axis=-1), 1.0, atol=1e-9)
+        assert parsed.cells[3::3] == [f"{i}: {names[t]}" for i, t in enumerate(expected)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=TOKEN_TEXTS)
+def test_any_token_text_then_every_control(text):
+    explorer = _trained()
+    c = explorer.controls
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name, value in [("tokens", text), ("layer", 0), ("head", 1), ("temperature", 0.05),
+                            ("temperature", 1.0), ("layer", 1), ("head", 0)]:
+            c[name].value = value  # an observer that raised would propagate here
+            _check_trained(explorer, text)
+    assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize("text", ["A \u0663", "A \uff13", "A \u00b2", "A " + "9" * 5000])
+def test_non_ascii_digits_and_huge_numbers_are_explained_not_misread(text):
+    explorer = _trained()
+    explorer.controls["tokens"].value = "A B C"
+    explorer.controls["tokens"].value = text
+    assert explorer.tokens is None and bytes(explorer.image.value) == b""
+    assert explorer.message.startswith("unknown token")
+    if text != "A " + "9" * 5000:
+        assert "digits 0-9" in explorer.message or "\u00b2" in text
+
+
+@pytest.mark.parametrize("markup", ["<img src=x onerror=alert(1)>", "<b>A</b> B", "<script>x</script>"])
+def test_markup_in_the_token_box_is_shown_not_run(markup):
+    explorer = _trained()
+    explorer.controls["tokens"].value = markup
+    parsed = _parse(explorer.readout.value)
+    assert parsed.tags <= {"p", "b"} and "img" not in parsed.tags and "script" not in parsed.tags
+    assert html.escape(markup.split()[0], quote=True)[:20] in explorer.readout.value
