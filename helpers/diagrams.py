@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from . import figures as _describe
 from .attention import scaled_dot_product_attention
 
 __all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
@@ -324,6 +325,17 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                         color="#333333",
                         linespacing=1.1, gid=f"op:{name}")
         x += g
+    top = np.unravel_index(int(np.argmax(weights)), weights.shape)
+    qt = query_tokens or [str(i) for i in range(n)]
+    kt = key_tokens or [str(j) for j in range(m)]
+    _describe.describe(fig, (
+        f"Pipeline diagram of attention, {n} queries × {m} keys"
+        + (f" ({_describe.token_list(kt)})" if key_tokens else "")
+        + f": Q ({n}×{d_k}) times Kᵀ ({d_k}×{m}) gives the scores ({n}×{m})"
+        + (f", divided by √{d_k} = {_describe.number(math.sqrt(d_k))}" if scale else ", not scaled")
+        + (f", {int((~mask).sum())} masked cells" if mask is not None else "")
+        + f"; softmax of each row gives the weights; weights times V ({m}×{d_v}) give the output ({n}×{d_v}). "
+        + f"Largest weight {_describe.number(weights[top])}, {qt[top[0]]} to {kt[top[1]]}."))
     return fig
 
 
@@ -435,6 +447,17 @@ def head_view(weights, query_tokens, key_tokens=None, *, ax=None, title=None, hi
         _head_panel(panel, stack[index], query_tokens, key_tokens, panel_title, highlight)
     if weights.ndim == 3 and title:
         fig.suptitle(title)
+    strongest = [np.unravel_index(int(np.argmax(w)), w.shape) for w in stack]
+    text = (f"Head view{' (' + title + ')' if title else ''}: lines from {n} queries "
+            f"({_describe.token_list(query_tokens)}) to {m} keys ({_describe.token_list(key_tokens)}), "
+            "each line as thick as its weight; "
+            + "; ".join(f"{'head ' + str(h_ + 1) + ' ' if h > 1 else ''}strongest {_describe.number(stack[h_][i, j])}, "
+                        f"{query_tokens[i]} to {key_tokens[j]}" for h_, (i, j) in enumerate(strongest)))
+    if highlight is not None:
+        row = stack[0][highlight]
+        text += (f"; query {query_tokens[highlight]} highlighted, its weights "
+                 + ", ".join(f"{key_tokens[j]} {_describe.number(row[j])}" for j in range(m)))
+    (_describe.describe if ax is None else _describe.add_panel)(fig, text + ".")
     return fig
 
 
@@ -610,6 +633,19 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                 f"ax must be one Axes, or two (plane, table) when query or weights are given: got {len(axes)}")
         plane, table = axes[0], (axes[1] if side else None)
         fig = plane.figure
+
+    lengths = np.linalg.norm(vectors, axis=1)
+    text = (f"Arrows from the origin for {m} 2-d vectors ({_describe.token_list(labels)}); "
+            f"longest {labels[int(np.argmax(lengths))]} (length {_describe.number(lengths.max())})")
+    if q is not None:
+        dots = vectors @ q
+        best = int(np.argmax(dots))
+        text += (f"; query '{query_label}' in orange, dot products "
+                 + ", ".join(f"{labels[j]} {_describe.number(dots[j])}" for j in range(m))
+                 + f", largest with {labels[best]}")
+    if weights is not None:
+        text += "; weights " + ", ".join(f"{labels[j]} {_describe.number(weights[j])}" for j in range(m))
+    (_describe.describe if ax is None else _describe.add_panel)(fig, text + ".")
 
     # ---- the plane
     extra = q is not None and not indexed
@@ -900,6 +936,12 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
         one_hot[hard_index] = 1.0
         _lookup_panel(axes[0], query_label, keys, values, one_hot, titles[1], results[1], captions[1], layout)
     _lookup_panel(axes[-1], query_label, keys, values, weights, titles[0], results[0], captions[0], layout)
+    text = f"Looking up '{query_label}' among {m} keys ({_describe.token_list(keys)})"
+    if hard_index is not None:
+        text += f". A dictionary returns the value of '{keys[hard_index]}', {results[1]}"
+    text += (". Attention weighs every key (" + ", ".join(f"{keys[j]} {_describe.number(weights[j])}" for j in range(m))
+             + f") and returns the blend {results[0]}.")
+    _describe.describe(fig, text)
     return fig
 
 

@@ -16,13 +16,29 @@ so it is as true as the picture.
 ``describe(fig, text)`` attaches a description; ``description(fig)`` reads it;
 ``show(fig, text)`` attaches it and displays the figure now, with the text as
 the image's alternative text (in JupyterLab, on the static site and in the decks).
+
+How the description travels: in a kernel, a described figure is displayed with a
+``text/html`` ``<img class="described-figure" alt="...">`` beside the usual
+``image/png`` (JupyterLab 4 writes no alt for an image/png output, and it prefers
+text/html); tools/publish.py moves the alt to the image/png output's metadata, where
+the site's and the decks' templates read it. A figure without a description has no
+text/html, so a test can find it.
 """
 
 from __future__ import annotations
 
-__all__ = ["describe", "description", "show"]
+import base64
+import html
+
+__all__ = ["describe", "description", "add_panel", "show", "figure_html", "HTML_CLASS", "register",
+           "matrix_text", "number", "token_list"]
 
 _ATTRIBUTE = "_attention_description"
+# The class of the <img> that carries a described figure in a notebook's output. JupyterLab
+# 4 draws an image/png output without any alt text, but renders text/html before image/png:
+# so a described figure is displayed with both, and JupyterLab shows the <img> with its
+# alt. tools/publish.py turns it back into image/png with metadata "alt" for the site.
+HTML_CLASS = "described-figure"
 
 
 def describe(fig, text):
@@ -35,12 +51,143 @@ def describe(fig, text):
     if not text:
         raise ValueError("a figure description must not be empty")
     setattr(fig, _ATTRIBUTE, text)
+    register()  # the inline backend may have dropped the formatter since the last time
+    return fig
+
+
+def add_panel(fig, text):
+    """Add the description of one panel of ``fig`` (a helper drew into an axes it was given).
+
+    A figure with no description of its own is described by its panels, in the
+    order they were drawn: "2 panels. 1: ...; 2: ...".
+    """
+    text = " ".join(str(text).split())
+    if text:
+        panels = getattr(fig, _ATTRIBUTE + "_panels", [])
+        panels.append(text.rstrip("."))
+        setattr(fig, _ATTRIBUTE + "_panels", panels)
+        register()
     return fig
 
 
 def description(fig):
-    """The description attached to ``fig`` by :func:`describe`, or ``None``."""
-    return getattr(fig, _ATTRIBUTE, None)
+    """The description attached to ``fig`` (by :func:`describe`, or its panels'), or ``None``."""
+    own = getattr(fig, _ATTRIBUTE, None)
+    if own is not None:
+        return own
+    panels = getattr(fig, _ATTRIBUTE + "_panels", [])
+    if len(panels) == 1:
+        return panels[0] + "."
+    if panels:
+        return f"{len(panels)} panels. " + "; ".join(f"{i}: {p}" for i, p in enumerate(panels, 1)) + "."
+    return None
+
+
+def number(x, digits=2):
+    """A number for a description: ``0.48``, ``-3.1``, ``1.2e+04`` (never ``-0.00``)."""
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "infinity" if x > 0 else "minus infinity"
+    if x != 0 and (abs(x) >= 1e4 or abs(x) < 10 ** -digits):
+        return f"{x:.{digits - 1}e}"
+    text = f"{x:.{digits}f}"
+    return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text
+
+
+def token_list(labels, limit=8):
+    """``"I, am, happy"``; a long list is cut: ``"a, b, c, ..., z (26 tokens)"``."""
+    labels = [str(t) for t in labels]
+    if len(labels) <= limit:
+        return ", ".join(labels)
+    return ", ".join(labels[: limit - 2]) + ", ..., " + labels[-1] + f" ({len(labels)} tokens)"
+
+
+def matrix_text(matrix, kind, row_labels=None, col_labels=None, title=None):
+    """Describe a heatmap of attention weights or scores from its numbers.
+
+    >>> matrix_text([[0.5, 0.5], [0.2, 0.8]], "weights", ["a", "b"], ["a", "b"])
+    'Heatmap of attention weights, 2 queries × 2 keys (a, b); each row sums to 1; largest weight 0.80, b to b.'
+    """
+    import numpy as np
+
+    m_ = np.asarray(matrix, dtype=float)
+    n, m = m_.shape
+    rows = list(row_labels) if row_labels is not None else [str(i) for i in range(n)]
+    cols = list(col_labels) if col_labels is not None else [str(j) for j in range(m)]
+    what = "attention weights" if kind == "weights" else "scores"
+    head = f"Heatmap of {what}" + (f" ({title})" if title else "")
+    if rows == cols:
+        shape = f"{n} queries × {m} keys ({token_list(cols)})"
+    else:
+        shape = f"{n} queries ({token_list(rows)}) × {m} keys ({token_list(cols)})"
+    parts = [f"{head}, {shape}"]
+    finite = np.isfinite(m_)
+    masked = int((~finite).sum())
+    if kind == "weights":
+        sums = np.nansum(np.where(finite, m_, 0.0), axis=1)
+        if np.allclose(sums, 1.0, atol=1e-6):
+            parts.append("each row sums to 1")
+        elif np.allclose(sums[sums > 0], 1.0, atol=1e-6):
+            parts.append(f"each row sums to 1 except {int((sums == 0).sum())} all-zero rows")
+    if masked:
+        parts.append(f"{masked} masked cell{'s' if masked != 1 else ''}")
+    if finite.any():
+        flat = np.where(finite, m_, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(flat)), m_.shape)
+        low = float(np.min(np.where(finite, m_, np.inf)))
+        name = "weight" if kind == "weights" else "score"
+        parts.append(f"largest {name} {number(m_[i, j])}, {rows[i]} to {cols[j]}")
+        if kind != "weights":
+            parts.append(f"smallest {number(low)}")
+    return "; ".join(parts) + "."
+
+
+def figure_html(fig):
+    """``<img alt=... src=data:...>`` of ``fig`` when it has a description, else None.
+
+    The PNG is drawn as the inline backend draws it (``bbox_inches="tight"``).
+    """
+    text = description(fig)
+    if text is None:
+        return None
+    from IPython.core.pylabtools import print_figure
+
+    png = print_figure(fig, "png", bbox_inches="tight")
+    if not png:  # a figure with nothing drawn: the inline backend shows nothing either
+        return None
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img class="{HTML_CLASS}" alt="{html.escape(text, quote=True)}" src="data:image/png;base64,{data}">'
+
+
+def register(shell=None):
+    """Make IPython display every described figure with its description as alt text.
+
+    Registers :func:`figure_html` as the ``text/html`` formatter of matplotlib
+    figures. The inline backend drops every formatter of figures when it is
+    (re)configured, so pyplot is imported first, and :func:`show` registers
+    again before each display. Returns False outside IPython.
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["text/html"]
+    if formatter.type_printers.get(Figure) is not figure_html:
+        import matplotlib.pyplot as plt
+
+        # pyplot loads its backend on first use, and the inline backend then drops every
+        # formatter of figures: load it now, so that ours comes after.
+        getattr(plt, "_get_backend_mod", lambda: None)()
+        formatter.for_type(Figure, figure_html)
+    return True
 
 
 def show(fig, text=None):
@@ -54,5 +201,9 @@ def show(fig, text=None):
     import matplotlib.pyplot as plt
     from IPython.display import display
 
+    register()
     display(fig)
     plt.close(fig)
+
+
+register()  # in a notebook kernel: from the first import of helpers on

@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from . import figures
 from .attention import entropy
 
 __all__ = [
@@ -171,6 +172,7 @@ def heatmap(
     if matrix.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix (n, m): got shape {matrix.shape}")
     n, m = matrix.shape
+    own_figure = ax is None
     if ax is None:
         # room for the cells' values, and for the colour bar and its label
         _, ax = plt.subplots(figsize=((2.2 if colorbar else 1.0) + 0.6 * m, 1.0 + 0.5 * n), layout="constrained")
@@ -209,6 +211,11 @@ def heatmap(
     if colorbar:
         bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
         bar.set_label(_stacked(label), fontsize=9 if "\n" not in _stacked(label) else 8.5)
+    text = figures.matrix_text(matrix, kind, row_labels, col_labels, title)
+    if own_figure:
+        figures.describe(ax.figure, text)
+    else:
+        figures.add_panel(ax.figure, text)
     return image
 
 
@@ -268,6 +275,7 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
             f"weights must be one row (m,) with one label per key: "
             f"got weights.shape={weights.shape} and {len(labels)} labels"
         )
+    own_figure = ax is None
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 0.6 + 0.35 * len(labels)), layout="constrained")
     colours = ["#1f77b4"] * len(weights)  # blue; orange marks the highlighted key
@@ -282,6 +290,14 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
     if title is None:
         title = f"entropy {float(entropy(weights)):.3f} nats, largest weight {weights.max():.2f}"
     ax.set_title(title)
+    top = int(np.argmax(weights))
+    text = (f"Bar chart of one query's attention weights over {len(weights)} keys ({figures.token_list(labels)}); "
+            f"largest {figures.number(weights[top])} on {labels[top]}; "
+            f"entropy {figures.number(float(entropy(weights)), 3)} nats.")
+    if own_figure:
+        figures.describe(ax.figure, text)
+    else:
+        figures.add_panel(ax.figure, text)
     return bars
 
 

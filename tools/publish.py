@@ -148,11 +148,34 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
 DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
 
 
+DESCRIBED_FIGURE = re.compile(r'<img class="described-figure" alt="([^"]*)" src="data:image/png;base64,')
+
+
+def figure_alt(nb):
+    """Move each described figure's alt text to its image/png output (in place); return ``nb``.
+
+    In a notebook a described figure (helpers/figures.py) is an output with both
+    ``image/png`` and a ``text/html`` ``<img class="described-figure" alt=...>``,
+    for JupyterLab, which writes no alt for image/png. The pages render the
+    image/png, as for any figure, with the alt that the templates read from the
+    output's metadata (``metadata["image/png"]["alt"]``).
+    """
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            found = DESCRIBED_FIGURE.match(str(data.get("text/html", "")).strip())
+            if found and "image/png" in data:
+                meta = output.setdefault("metadata", {})
+                meta.setdefault("image/png", {})["alt"] = html.unescape(found.group(1))
+                del data["text/html"]
+    return nb
+
+
 def deck_notebook(nb):
     """A copy of ``nb`` as the deck shows it: collapsed cells in the speaker notes (prose) or left out (code)."""
     nb = copy.deepcopy(nb)
     slide_metadata.hide(nb.cells, only_collapsed=True)
-    return nb
+    return figure_alt(nb)
 
 
 def _heading_before(cells, i) -> str:
@@ -201,7 +224,7 @@ def site_notebook(nb):
         cells[i].metadata["site_details"] = collapse_summary(cells, i)
         cells[j].metadata["site_details_end"] = True
         i = j + 1
-    return nb
+    return figure_alt(nb)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,127 @@
+"""Every figure has a text description made from its data, and it travels as alt text (issue 19)."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers import diagrams, figures, plots  # noqa: E402
+from helpers.attention import scaled_dot_product_attention  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import publish  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def test_an_empty_description_is_refused():
+    fig = plt.figure()
+    for empty in ("", "   ", "\n"):
+        with pytest.raises(ValueError, match="must not be empty"):
+            figures.describe(fig, empty)
+    assert figures.description(fig) is None
+
+
+def test_describe_keeps_one_line_and_panels_compose():
+    fig = plt.figure()
+    figures.add_panel(fig, "left  panel\nof two.")
+    figures.add_panel(fig, "right panel")
+    assert figures.description(fig) == "2 panels. 1: left panel of two; 2: right panel."
+    figures.describe(fig, "own words")
+    assert figures.description(fig) == "own words"
+
+
+def test_a_heatmap_says_its_shape_tokens_and_largest_weight():
+    x = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])  # "I am happy", as in 01
+    _, weights = scaled_dot_product_attention(x, x, x)
+    image = plots.heatmap(weights, ["I", "am", "happy"], ["I", "am", "happy"])
+    text = figures.description(image.figure)
+    i, j = np.unravel_index(np.argmax(weights), weights.shape)
+    assert text.startswith("Heatmap of attention weights, 3 queries × 3 keys (I, am, happy)")
+    assert "each row sums to 1" in text
+    assert f"largest weight {weights[i, j]:.2f}, {['I', 'am', 'happy'][i]} to {['I', 'am', 'happy'][j]}" in text
+
+
+def test_a_masked_score_heatmap_counts_its_masked_cells():
+    scores = np.array([[1.0, -np.inf], [0.5, 2.5]])
+    text = figures.description(plots.heatmap(scores, ["a", "b"], ["a", "b"], kind="scores").figure)
+    assert "1 masked cell;" in text and "largest score 2.50, b to b" in text and "smallest 0.50" in text
+
+
+def test_bars_head_view_pipeline_vectors_and_lookup_are_described_from_their_data():
+    w = np.array([0.2, 0.5, 0.3])
+    bars = plots.attention_bars(w, ["x", "y", "z"])
+    assert "largest 0.50 on y" in figures.description(bars[0].figure)
+    rows = np.array([[0.6, 0.4], [0.1, 0.9]])
+    assert "strongest 0.90, b to b" in figures.description(diagrams.head_view(rows, ["a", "b"]))
+    q = np.array([[1.0, 0.0], [0.0, 2.0]])
+    text = figures.description(diagrams.pipeline(q, q, q, ["a", "b"]))
+    top = scaled_dot_product_attention(q, q, q)[1].max()
+    assert "Q (2×2) times Kᵀ (2×2)" in text and f"Largest weight {top:.2f}" in text
+    text = figures.description(diagrams.vectors_2d(np.array([[3.0, 4.0], [1.0, 0.0]]), ["k0", "k1"]))
+    assert "longest k0 (length 5.00)" in text
+    text = figures.description(diagrams.soft_lookup("q", ["a", "b"], [1.0, 3.0], [0.25, 0.75]))
+    assert "a 0.25, b 0.75" in text and "2.50" in text
+
+
+def test_helper_panels_in_a_shared_figure_are_all_described():
+    fig = plots.heatmaps([np.eye(2), np.full((2, 2), 0.5)], ["one-hot", "uniform"], ["a", "b"], ["a", "b"])
+    text = figures.description(fig)
+    assert text.startswith("2 panels. 1: Heatmap of attention weights (one-hot)") and "(uniform)" in text
+
+
+def test_the_site_and_decks_read_the_alt_from_the_output():
+    alt = 'Heatmap "quoted" & <marked>'
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1])
+    html = figures.figure_html(figures.describe(fig, alt))
+    assert html is not None and html.startswith('<img class="described-figure" alt="Heatmap &quot;quoted&quot; &amp;')
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": "iVBOR", "text/html": html, "text/plain": "<Figure>"})])]
+    publish.figure_alt(nb)
+    output = nb.cells[0].outputs[0]
+    assert output.metadata["image/png"]["alt"] == alt
+    assert "text/html" not in output.data and "image/png" in output.data
+
+
+def test_an_undescribed_figure_has_no_html_so_it_can_be_found():
+    assert figures.figure_html(plt.figure()) is None
+
+
+def _image_outputs(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for index, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data:
+                yield index, output
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_stored_figure_carries_a_real_description(path):
+    missing = []
+    for index, output in _image_outputs(path):
+        html = "".join(output.get("data", {}).get("text/html", ""))
+        found = re.search(r'<img class="described-figure" alt="([^"]+)"', html)
+        alt = (output.get("metadata", {}).get("image/png") or {}).get("alt")
+        text = found.group(1) if found else alt
+        if not text or "No description has been provided" in text:
+            missing.append(index)
+    assert missing == [], f"figures without a description in cells {missing}"
