@@ -60,6 +60,7 @@ from functools import lru_cache
 import ipywidgets as widgets
 import numpy as np
 
+from . import figures as _figures
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
 from .plots import AttentionFigure, _GlyphCache
@@ -367,8 +368,25 @@ class AttentionExplorer:
             if displayed is not None:
                 displayed(**kwargs)
         bundle["text/plain"] = repr(self)
-        bundle["image/png"] = base64.b64encode(self.snapshot_png()).decode("ascii")
+        png = base64.b64encode(self.snapshot_png()).decode("ascii")
+        bundle["image/png"] = png
+        # for a viewer without the widget: the picture with its description as alt text
+        bundle["text/html"] = (f'<img class="{_figures.HTML_CLASS}" alt="{as_html(self.description)}" '
+                               f'src="data:image/png;base64,{png}">')
         return bundle
+
+    @property
+    def description(self):
+        """The picture in words, from the numbers drawn: what a screen reader says for the snapshot."""
+        c, r = self.controls, self.readouts
+        rows, cols = self._inputs["shown_rows"], self._inputs["shown_cols"]
+        n, m = self._weights.shape
+        i = int(np.argmax(r["max_weight"]))
+        return (f"Attention explorer: heatmaps of the scores, the weights and the outputs for {n} queries × "
+                f"{m} keys ({_figures.token_list(cols)}), and the weights of query row {c['row'].value} as bars; "
+                f"temperature {c['temperature'].value:.2f}, {'scores ' + self.divisor_text if c['scaled'].value else 'unscaled scores'}"
+                f"{', causal mask' if c['causal'].value else ''}; mean entropy {r['entropy'].mean():.3f} nats; "
+                f"largest weight {r['max_weight'][i]:.2f}, {rows[i]} to {cols[int(r['argmax'][i])]}.")
 
     # -- computing ------------------------------------------------------------
 
@@ -738,7 +756,26 @@ class TrainedHeadExplorer:
         return None if self._weights is None else self._weights.copy()
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The live widget, and for a viewer without it, the heatmap with its description as alt text."""
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        if self._weights is not None and self.image.value:
+            png = base64.b64encode(bytes(self.image.value)).decode("ascii")
+            bundle["image/png"] = png
+            bundle["text/html"] = (f'<img class="{_figures.HTML_CLASS}" alt="{as_html(self.description)}" '
+                                   f'src="data:image/png;base64,{png}">')
+        return bundle
+
+    @property
+    def description(self):
+        """The heatmap in words, from the weights drawn (or the message when nothing is drawn)."""
+        if self._weights is None:
+            return f"No heatmap: {self.message}"
+        n = len(self._ids)
+        i, j = np.unravel_index(int(np.argmax(np.where(np.isfinite(self._weights), self._weights, -1))), (n, n))
+        return (f"Heatmap of the attention weights of layer {self.controls['layer'].value}, head "
+                f"{self.controls['head'].value}, temperature {self.controls['temperature'].value:.2f}, "
+                f"{n} tokens ({_figures.token_list(self.tokens)}), causal; largest weight "
+                f"{self._weights[i, j]:.2f}, query {i} ({self.tokens[i]}) to key {j} ({self.tokens[j]}).")
 
     # -- computing ------------------------------------------------------------
 

@@ -221,7 +221,12 @@ def _check_bundle(data, explorer):
 
     from PIL import Image
 
-    assert set(data) == {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"}
+    assert set(data) == {"application/vnd.jupyter.widget-view+json", "image/png", "text/html", "text/plain"}
+    # the snapshot with its description as alt text (issue 19), from the numbers shown
+    alt = f"largest weight {explorer.readouts['max_weight'].max():.2f}"
+    assert data["text/html"].startswith('<img class="described-figure" alt="Attention explorer: ')
+    assert alt in data["text/html"] and "temperature 0.50" in data["text/html"]
+    assert data["text/html"].endswith(f'src="data:image/png;base64,{data["image/png"]}">')
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
     picture = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
     figure = Image.open(io.BytesIO(bytes(explorer.image.value)))
