@@ -14,6 +14,7 @@ Imports matplotlib and :mod:`helpers.attention` only.
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 
 import numpy as np
@@ -36,13 +37,31 @@ SCORES_CMAP = "RdBu_r"
 ANNOTATE_MAX = 12  # write values in the cells up to this many rows and columns
 
 
+def relative_luminance(rgba):
+    """WCAG 2.1 relative luminance of sRGB colour(s) ``rgba`` (..., 3 or 4), channels in [0, 1]."""
+    c = np.asarray(rgba, dtype=float)[..., :3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(a, b):
+    """WCAG 2.1 contrast ratio of two colours (1 to 21; AA asks 4.5 for text)."""
+    la, lb = relative_luminance(a), relative_luminance(b)
+    return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
+
+
+# Black text on a colour beats white text exactly when the colour's relative luminance
+# exceeds sqrt(1.05 * 0.05) - 0.05 = 0.179; either way the ratio is then at least 4.58:1.
+_BLACK_ABOVE = math.sqrt(1.05 * 0.05) - 0.05
+
+
 def _light(rgba):
-    """True where the colour(s) ``rgba`` (..., 4) are light (relative luminance > 0.5)."""
-    return np.asarray(rgba)[..., :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.5
+    """True where black text has more contrast than white on the colour(s) ``rgba`` (WCAG 2.1)."""
+    return relative_luminance(rgba) > _BLACK_ABOVE
 
 
 def _text_colour(rgba):
-    """Black or white, whichever reads better on a cell of colour ``rgba``."""
+    """Black or white, whichever has the higher WCAG contrast on a cell of colour ``rgba`` (>= 4.58:1)."""
     return "black" if _light(rgba) else "white"
 
 

@@ -592,6 +592,7 @@ class AttentionExplorer:
 
 from .attention import causal_mask as _th_causal_mask  # noqa: E402
 from .attention import softmax as _th_softmax  # noqa: E402
+from .plots import _text_colour as _th_text_colour  # noqa: E402
 from .plots import heatmap as _th_heatmap  # noqa: E402
 
 
@@ -841,7 +842,7 @@ class TrainedHeadExplorer:
         if len(texts) == n * n:
             for text, value in zip(texts, self._weights.ravel()):
                 text.set_text(f"{value:.2f}")
-                text.set_color("black" if value > 0.5 else "white")  # viridis: light above the middle
+                text.set_color(_th_text_colour(image.cmap(image.norm(value))))  # the better WCAG contrast
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=72)
         return buffer.getvalue()

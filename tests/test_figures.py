@@ -125,3 +125,22 @@ def test_every_stored_figure_carries_a_real_description(path):
         if not text or "No description has been provided" in text:
             missing.append(index)
     assert missing == [], f"figures without a description in cells {missing}"
+
+
+@pytest.mark.parametrize("cmap", [plots.WEIGHTS_CMAP, plots.SCORES_CMAP])
+def test_numbers_written_in_heatmap_cells_reach_aa_contrast_on_every_colour(cmap):
+    colours = matplotlib.colormaps[cmap](np.linspace(0, 1, 1001))
+    black, white = np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])
+    for colour in colours:
+        text = black if plots._text_colour(colour) == "black" else white
+        ratio = plots.contrast_ratio(text, colour)
+        assert ratio >= 4.5, (colour, ratio)
+        # and it is the better of the two choices
+        assert ratio >= plots.contrast_ratio(white if text is black else black, colour) - 1e-12
+
+
+def test_contrast_ratio_matches_the_wcag_examples():
+    assert plots.contrast_ratio([0, 0, 0], [1, 1, 1]) == pytest.approx(21.0)
+    # #767676 on white is the classic 4.54:1; #777777 falls just short
+    assert plots.contrast_ratio(np.array([0x76] * 3) / 255, [1, 1, 1]) == pytest.approx(4.54, abs=0.01)
+    assert plots.contrast_ratio(np.array([0x77] * 3) / 255, [1, 1, 1]) < 4.5
