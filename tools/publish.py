@@ -238,7 +238,8 @@ def _static_url(page: Path, out: Path) -> str:
 
 def _copy_static(out: Path) -> None:
     vendor = web_assets.ensure(quiet=True)
-    shutil.copytree(vendor, out / "_static", dirs_exist_ok=True, ignore=shutil.ignore_patterns(".packages.json"))
+    # axe-core is the accessibility test's (tests/test_accessibility.py), not the pages'
+    shutil.copytree(vendor, out / "_static", dirs_exist_ok=True, ignore=shutil.ignore_patterns(".packages.json", "axe-core"))
 
 
 def _resources(nb, name: str, static: str, home: str) -> dict:
