@@ -55,6 +55,7 @@ __all__ = [
     "save_induction_model",
     "train_induction",
     "head_scores",
+    "composition_patterns",
     "TRAINING_CONFIG",
     "RECIPE",
 ]
@@ -180,8 +181,8 @@ class AttentionOnlyTransformer:
     max_len : int
         Longest sequence the positional embedding covers.
     seed : int, default 0
-        Seed of the initial weights (normal, std 1 for the embeddings and
-        ``1 / sqrt(fan_in)`` for the projections).
+        Seed of the initial weights (normal, std ``EMBED_STD`` = 0.5 for the
+        embeddings and ``1 / sqrt(fan_in)`` for the projections).
     dtype : numpy dtype, default float32
         float32 for speed; float64 for gradient checks.
 
@@ -733,6 +734,61 @@ def head_scores(model, tokens, periods):
     flat = patterns.reshape(B, L * H, n, n)
     prev, induct = _induction_batch_scores(flat, periods)
     return {"previous_token": prev.reshape(L, H), "induction": induct.reshape(L, H)}
+
+
+def composition_patterns(model, tokens, head, path):
+    """Attention patterns when one head's output is hidden from the later layers' queries or keys.
+
+    A head of a later layer can use an earlier head's output through its
+    queries (*Q-composition*) or through its keys (*K-composition*)
+    (Elhage et al., 2021). To tell the two apart, this recomputes the weights
+    of every layer after ``head``'s with that head's direct contribution
+    (its output times its slice of ``W_O``) subtracted from the residual
+    stream that forms the queries, the keys, or both; everything else is the
+    unablated model's. With ``path="both"`` in a two-layer model this equals
+    ``model.attention_patterns(tokens, ablate=[head])``.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    tokens : array_like of int, shape (B, n)
+    head : (layer, head)
+        The head whose output is hidden.
+    path : {"query", "key", "both"}
+        Which input of the later layers loses it.
+
+    Returns
+    -------
+    ndarray, shape (B, L, H, n, n)
+        As :meth:`AttentionOnlyTransformer.attention_patterns`; the layers up
+        to ``head``'s own are unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not one of the three names, or ``head`` is out of range.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> composition_patterns(model, np.array([[1, 2, 3, 1]]), (0, 1), "key").shape
+    (1, 2, 2, 4, 4)
+    """
+    if path not in ("query", "key", "both"):
+        raise ValueError(f"path must be 'query', 'key' or 'both': got {path!r}")
+    (layer0, h0), = _check_ablate([head], model.n_layers, model.n_heads)
+    _, cache = model.forward(tokens)
+    p = model.params
+    direct = cache["z"][layer0][:, h0] @ p["W_O"][layer0, h0]  # (B, n, e) x (e, d) -> (B, n, d)
+    weights = list(cache["weights"])
+    for layer in range(layer0 + 1, model.n_layers):
+        x = cache["resid"][layer]  # (B, n, d), the unablated residual stream
+        x_q = x - direct if path in ("query", "both") else x
+        x_k = x - direct if path in ("key", "both") else x
+        q = np.einsum("bnd,hde->bhne", x_q, p["W_Q"][layer])  # (B, H, n, e)
+        k = np.einsum("bnd,hde->bhne", x_k, p["W_K"][layer])
+        weights[layer] = scaled_dot_product_attention(q, k, k, causal=True)[1]  # (B, H, n, n)
+    return np.stack(weights, axis=1)
 
 
 # ---------------------------------------------------------------------------
