@@ -124,6 +124,11 @@ def as_html(text, limit=None):
     return html.escape(visible(text, limit=len(text) if limit is None else limit), quote=True)
 
 
+def _live(fragment):
+    """``fragment`` in an ARIA live region: a screen reader announces the readouts when they change."""
+    return f'<div role="status" aria-live="polite">{fragment}</div>'
+
+
 def sentence_tokens(sentence, *, max_tokens=MAX_TOKENS):
     """The words the explorer uses from ``sentence``, and how many words it had.
 
@@ -485,6 +490,7 @@ class AttentionExplorer:
         self.image.value = png
         self.readout.value = self._readout_html()
         self.d_k_help.value = as_html(self._d_k_help_text())
+        self.image.tooltip = self.description  # the picture's text alternative (its title)
 
     def _show_notice(self):
         self.notice.value = "".join(
@@ -544,9 +550,9 @@ class AttentionExplorer:
         first, second = (as_html(line) for line in self._summary_lines())
         header, body, more = self._table()
         cells = "".join("<tr>" + "".join(f"<td>{as_html(x)}</td>" for x in row) + "</tr>" for row in body)
-        heads = "".join(f"<th>{as_html(x)}</th>" for x in header)
-        return (f"<p><b>{first}</b><br>{second}</p><table><tr>{heads}</tr>{cells}</table>"
-                + (f"<p>{as_html(more)}</p>" if more else ""))
+        heads = "".join(f'<th scope="col">{as_html(x)}</th>' for x in header)
+        return _live(f"<p><b>{first}</b><br>{second}</p><table><tr>{heads}</tr>{cells}</table>"
+                     + (f"<p>{as_html(more)}</p>" if more else ""))
 
     def snapshot_png(self):
         """The picture and the readouts as one PNG: what a viewer without a kernel sees.
@@ -801,13 +807,15 @@ class TrainedHeadExplorer:
             self.message = (f"This change could not be drawn ({type(error).__name__}: {first_line}); "
                             "type a sequence or move a control to try again.")
             self.image.value = b""
-            self.readout.value = f"<p><b>{as_html(self.message)}</b></p>"
+            self.image.tooltip = f"No heatmap: {self.message}"
+            self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
 
     def _update(self):
         if self._ids is None:
             self._scores = self._weights = None
             self.image.value = b""
-            self.readout.value = f"<p><b>{as_html(self.message)}</b></p>"
+            self.image.tooltip = self.description
+            self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
             return
         layer, head = self.controls["layer"].value, self.controls["head"].value
         q, k = self._qk[layer][:, head]  # (n, e) each
@@ -817,6 +825,7 @@ class TrainedHeadExplorer:
         self._weights = _th_softmax(self._scores, temperature=self.controls["temperature"].value)
         self.image.value = self._png(layer, head)
         self.readout.value = self._readout_html()
+        self.image.tooltip = self.description  # the picture's text alternative (its title)
 
     def _png(self, layer, head):
         """The heatmap as PNG bytes; the figure is built once per sequence and then only updated."""
@@ -854,8 +863,8 @@ class TrainedHeadExplorer:
             j = int(self._weights[i].argmax())
             rows.append(f"<tr><td>{i}: {as_html(tokens[i])}</td><td>{j}: {as_html(tokens[j])}</td>"
                         f"<td>{self._weights[i, j]:.2f}</td></tr>")
-        return ("<table><tr><th>query</th><th>most weight on</th><th>weight</th></tr>"
-                + "".join(rows) + "</table>")
+        return _live('<table><tr><th scope="col">query</th><th scope="col">most weight on</th>'
+                     '<th scope="col">weight</th></tr>' + "".join(rows) + "</table>")
 
 
 __all__ += ["TrainedHeadExplorer", "parse_tokens", "token_names"]

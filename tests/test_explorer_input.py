@@ -77,7 +77,7 @@ def _check(explorer, sentence, before):
     assert explorer._error == "", explorer.message
     assert bytes(explorer.image.value).startswith(PNG)
     parsed = _parse(explorer.readout.value)
-    assert parsed.tags <= {"p", "b", "br", "table", "tr", "th", "td"}, parsed.tags
+    assert parsed.tags <= {"div", "p", "b", "br", "table", "tr", "th", "td"}, parsed.tags
     rows, _ = explorer.tokens
     shown = [visible(t) for t in rows][:16]
     # one row of four cells per query after the header: its first cell is the token, as shown
@@ -185,7 +185,7 @@ def _expected_ids(text, vocab_size=16, max_len=24):
 
 def _check_trained(explorer, text):
     parsed = _parse(explorer.readout.value)
-    assert parsed.tags <= {"p", "b", "table", "tr", "th", "td"}, parsed.tags
+    assert parsed.tags <= {"div", "p", "b", "table", "tr", "th", "td"}, parsed.tags
     expected = _expected_ids(text)
     if expected is None:  # no picture, and a message saying why
         assert explorer.weights is None and explorer.tokens is None
@@ -231,5 +231,5 @@ def test_markup_in_the_token_box_is_shown_not_run(markup):
     explorer = _trained()
     explorer.controls["tokens"].value = markup
     parsed = _parse(explorer.readout.value)
-    assert parsed.tags <= {"p", "b"} and "img" not in parsed.tags and "script" not in parsed.tags
+    assert parsed.tags <= {"div", "p", "b"} and "img" not in parsed.tags and "script" not in parsed.tags
     assert html.escape(markup.split()[0], quote=True)[:20] in explorer.readout.value
