@@ -63,7 +63,7 @@ import numpy as np
 from . import figures as _figures
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
-from .plots import AttentionFigure, _GlyphCache
+from .plots import ANNOTATE_MAX, LABEL_MAX, AttentionFigure, _GlyphCache, labels_shown
 
 __all__ = ["AttentionExplorer", "as_html", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
 
@@ -439,10 +439,16 @@ class AttentionExplorer:
 
     def _figure_for(self, inputs):
         """The figure for these labels and d_v: a kept one, or a new one (the oldest is dropped)."""
-        key = (tuple(inputs["shown_rows"]), tuple(inputs["shown_cols"]), inputs["v"].shape[-1])
+        rows, cols, d_v = inputs["shown_rows"], inputs["shown_cols"], inputs["v"].shape[-1]
+        # Labels the figure does not write (too many to read) are not part of it: a new long
+        # sentence of the same length reuses the figure and costs only an update.
+        key = (len(rows), len(cols), d_v, labels_shown(rows, LABEL_MAX),
+               labels_shown(cols, ANNOTATE_MAX), labels_shown(cols, LABEL_MAX))
         figure = self._figures.pop(key, None)
         if figure is None:
-            figure = AttentionFigure(*key)
+            figure = AttentionFigure(rows, cols, d_v)
+        else:  # the same picture; the bar chart's title names the row by this sentence's token
+            figure.row_labels, figure.col_labels = list(rows), list(cols)
             while len(self._figures) >= FIGURE_CACHE:
                 self._figures.pop(next(iter(self._figures)))
         self._figures[key] = figure  # most recently used last

@@ -306,3 +306,25 @@ def test_characters_the_font_lacks_show_as_a_placeholder():
     assert view.controls["row"].options[0] == ("0: bell�", 0)
     view.controls["row"].value = 1
     assert view.message == ""
+
+
+def test_a_new_long_sentence_reuses_the_figure_and_draws_what_a_fresh_one_draws():
+    """Labels a figure does not write are not part of it (issue 18: a new sentence at once)."""
+    first = " ".join(f"a{i}" for i in range(40))
+    second = " ".join(f"b{i}" for i in range(40))
+    view = AttentionExplorer("journey", sentence=first)
+    figure = view._figure
+    view.controls["sentence"].value = second
+    assert view._figure is figure  # reused: 40 tokens are too many to write beside the rows
+    fresh = AttentionExplorer("journey", sentence=second)
+    assert bytes(view.image.value) == bytes(fresh.image.value)
+    assert view._figure.title == fresh._figure.title and "'b0'" in view._figure.title
+    np.testing.assert_array_equal(view.weights, fresh.weights)
+
+
+def test_a_short_sentence_gets_its_own_figure_with_its_words():
+    view = AttentionExplorer("journey", sentence="the cat sat")
+    figure = view._figure
+    view.controls["sentence"].value = "a dog ran"
+    assert view._figure is not figure
+    assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["a", "dog", "ran"]
