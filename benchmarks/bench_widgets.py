@@ -6,7 +6,11 @@ For the documents' examples and for sentences of 16 and 64 tokens, moves the
 temperature slider N times (and the d_k slider N times) and prints the median
 and 90th-percentile time of one update: recompute the arrays, update the
 figure's artists, render the PNG the page shows. Target: <= 30 ms for n <= 64.
-One BLAS thread, as in the notebooks.
+
+Then what a learner waits for when the input itself changes (issue 18): a new
+sentence typed into the box (distinct sentences of 64 tokens, and of mixed lengths
+4 to 64), and a switch to another example. Target: <= 100 ms median and <= 200 ms
+worst at 64 tokens. One BLAS thread, as in the notebooks.
 """
 
 from __future__ import annotations
@@ -63,5 +67,32 @@ def main():
                   f"{statistics.median(wall):>12.1f} {wall[p90]:>9.1f} {'ok' if median <= 30 else 'MISSED':>9}")
 
 
+def new_inputs(rounds=4):
+    """Milliseconds (CPU) per new sentence and per switch of example."""
+    from helpers.examples import list_examples
+
+    explorer = AttentionExplorer("journey", sentence="start")
+    words = [f"w{i}" for i in range(400)]
+    long_sentences = [" ".join(words[k:k + 64]) for k in range(0, 20 * rounds, 4)]  # all distinct
+    mixed = [" ".join(words[k:k + n]) for k, n in enumerate([4, 8, 16, 32, 64] * rounds)]
+    names = list_examples() * rounds
+    results = {}
+    for label, control, values in (("new sentence, 64 tokens", "sentence", long_sentences),
+                                   ("new sentence, 4-64 tokens", "sentence", mixed)):
+        cpu, _ = time_moves(explorer, control, values)
+        results[label] = cpu
+    switcher = AttentionExplorer("journey")
+    cpu, _ = time_moves(switcher, "example", names)
+    results["switch example"] = cpu
+    print()
+    print(f"{'new input':<26} {'count':>5} {'CPU median':>11} {'CPU worst':>10} {'<= 100 / 200 ms':>16}")
+    for label, cpu in results.items():
+        median, worst = statistics.median(cpu), max(cpu)
+        ok = median <= 100 and worst <= 200
+        print(f"{label:<26} {len(cpu):>5} {median:>11.1f} {worst:>10.1f} {'ok' if ok else 'MISSED':>16}")
+    return results
+
+
 if __name__ == "__main__":
     main()
+    new_inputs()

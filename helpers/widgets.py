@@ -124,6 +124,21 @@ def as_html(text, limit=None):
     return html.escape(visible(text, limit=len(text) if limit is None else limit), quote=True)
 
 
+DESCRIPTION_CLASS = "explorer-picture-description"
+
+
+def _described(text):
+    """The picture's description as HTML a screen reader reads and the eye does not see.
+
+    It sits right after the picture; on the site and in the decks a script also copies it
+    into the picture's ``alt`` (web/templates/base/widget_names.html.j2). (An
+    ``ipywidgets.Image`` has no alt of its own, and its ``tooltip`` breaks the saved
+    widget's view in the static HTML manager.)
+    """
+    return (f'<span class="{DESCRIPTION_CLASS}" style="position:absolute;width:1px;height:1px;'
+            f'overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap">{as_html(text)}</span>')
+
+
 def _live(fragment):
     """``fragment`` in an ARIA live region: a screen reader announces the readouts when they change."""
     return f'<div role="status" aria-live="polite">{fragment}</div>'
@@ -270,6 +285,7 @@ class AttentionExplorer:
         self.d_k_help = widgets.HTML()
         self.notice = widgets.HTML()
         self.image = widgets.Image(format="png")
+        self.image_text = widgets.HTML()  # the picture in words, for a screen reader
         self.readout = widgets.HTML()
         # CSS classes name the parts for the browser test (and for custom styling).
         for name, control in self.controls.items():
@@ -285,6 +301,7 @@ class AttentionExplorer:
             widgets.HBox([self.controls["scaled"], self.controls["causal"], self.controls["row"]]),
             self.notice,
             self.image,
+            self.image_text,
             self.readout,
         ])
         self._inputs = self._read_inputs()
@@ -496,7 +513,7 @@ class AttentionExplorer:
         self.image.value = png
         self.readout.value = self._readout_html()
         self.d_k_help.value = as_html(self._d_k_help_text())
-        self.image.tooltip = self.description  # the picture's text alternative (its title)
+        self.image_text.value = _described(self.description)
 
     def _show_notice(self):
         self.notice.value = "".join(
@@ -729,6 +746,7 @@ class TrainedHeadExplorer:
                 readout_format=".2f", style=style, layout=widgets.Layout(width="440px")),
         }
         self.image = widgets.Image(format="png")
+        self.image_text = widgets.HTML()  # the picture in words, for a screen reader
         self.readout = widgets.HTML()
         for name, control in self.controls.items():
             control.add_class(f"trained-head-explorer-{name}")
@@ -739,6 +757,7 @@ class TrainedHeadExplorer:
             widgets.HBox([self.controls["temperature"],
                           widgets.HTML("weights = softmax(scores / T) over the keys 0..i")]),
             self.image,
+            self.image_text,
             self.readout,
         ])
         self._ids = None
@@ -813,14 +832,14 @@ class TrainedHeadExplorer:
             self.message = (f"This change could not be drawn ({type(error).__name__}: {first_line}); "
                             "type a sequence or move a control to try again.")
             self.image.value = b""
-            self.image.tooltip = f"No heatmap: {self.message}"
+            self.image_text.value = _described(f"No heatmap: {self.message}")
             self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
 
     def _update(self):
         if self._ids is None:
             self._scores = self._weights = None
             self.image.value = b""
-            self.image.tooltip = self.description
+            self.image_text.value = _described(self.description)
             self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
             return
         layer, head = self.controls["layer"].value, self.controls["head"].value
@@ -831,7 +850,7 @@ class TrainedHeadExplorer:
         self._weights = _th_softmax(self._scores, temperature=self.controls["temperature"].value)
         self.image.value = self._png(layer, head)
         self.readout.value = self._readout_html()
-        self.image.tooltip = self.description  # the picture's text alternative (its title)
+        self.image_text.value = _described(self.description)
 
     def _png(self, layer, head):
         """The heatmap as PNG bytes; the figure is built once per sequence and then only updated."""

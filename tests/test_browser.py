@@ -338,6 +338,24 @@ def test_explorer_follows_the_keyboard_in_jupyterlab(page, lab):
         assert readout_2 != readout_1 and f"√{d_k_value}" in readout_2
 
         assert page.locator(ERROR_OUTPUTS).count() == 0, "an error appeared while the sliders moved"
+
+        # Keyboard alone (issue 19): from the sentence box, Tab reaches the temperature slider,
+        # the arrow keys move it, and the readout, an ARIA live region, says so.
+        page.locator(".attention-explorer-sentence input").first.focus()
+        in_temperature = f"() => !!document.activeElement?.closest({TEMPERATURE!r})"
+        for presses in range(1, 16):
+            page.keyboard.press("Tab")
+            if page.evaluate(in_temperature):
+                break
+        assert page.evaluate(in_temperature), "Tab never reached the temperature slider"
+        timings["tabs_to_temperature"] = presses
+        readout_3, before = _readout(page), _slider_readout(page, TEMPERATURE)
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            f"(before) => document.querySelector({READOUT!r})?.innerText !== before", arg=readout_3)
+        assert _slider_readout(page, TEMPERATURE) != before
+        assert page.locator(f"{READOUT} [role='status'][aria-live='polite'] th[scope='col']").count() >= 1
     except BaseException:  # pytest.fail raises a BaseException
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         try:

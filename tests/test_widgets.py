@@ -328,3 +328,17 @@ def test_a_short_sentence_gets_its_own_figure_with_its_words():
     view.controls["sentence"].value = "a dog ran"
     assert view._figure is not figure
     assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["a", "dog", "ran"]
+
+
+def test_the_picture_is_described_in_text_right_after_it():
+    """A screen reader reads the picture's description; the site copies it into the alt (issue 19)."""
+    view = AttentionExplorer("i_am_happy")
+    children = list(view.widget.children)
+    assert children[children.index(view.image) + 1] is view.image_text
+    assert "explorer-picture-description" in view.image_text.value
+    assert "largest weight 0.48, happy to happy" in view.image_text.value
+    view.controls["temperature"].value = 0.5
+    assert "temperature 0.50" in view.image_text.value
+    view.controls["sentence"].value = "<b>x</b>"
+    view.controls["example"].value = "(your sentence)"
+    assert "<b>" not in view.image_text.value and "&lt;b&gt;" in view.image_text.value
