@@ -1547,3 +1547,65 @@ def induction_circuit(tokens, query):
 
 
 __all__ += ["induction_circuit"]
+
+
+# --------------------------------------------------------------------------- notebook 10: from averaging to attention
+# Three weight matrices side by side: the running mean of the tokens so far, the same as a
+# softmax of masked zeros, and the zeros replaced by scores (issue 17's bridge to attention).
+
+def averaging_to_attention(scores, tokens=None):
+    """The running mean, the same as a softmax of masked zeros, and a softmax of masked scores.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n, n)
+        The scores of one sequence with itself (entries above the diagonal are ignored:
+        the causal mask blocks them).
+    tokens : sequence of str, optional
+        n labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three heatmaps of weights; ``fig.weight_matrices`` holds the three (n, n) arrays drawn.
+
+    Examples
+    --------
+    >>> fig = averaging_to_attention(np.zeros((3, 3)), ["a", "b", "c"])
+    >>> print(np.round(fig.weight_matrices[0], 2))
+    [[1.   0.   0.  ]
+     [0.5  0.5  0.  ]
+     [0.33 0.33 0.33]]
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    from .attention import causal_mask as _causal
+    from .attention import softmax as _soft
+    from .plots import heatmap as _heat
+
+    scores = _matrix(scores, "scores")
+    n = scores.shape[0]
+    if scores.shape != (n, n) or n == 0:
+        raise ValueError(f"scores must be square (n, n) with n >= 1: got shape {scores.shape}")
+    tokens = _labels(tokens if tokens is not None else [str(i) for i in range(n)], n, "tokens")
+    allowed = _causal(n)
+    mean = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # row t: 1/(t+1) on keys 0..t
+    zeros = _soft(np.where(allowed, 0.0, -np.inf), axis=-1)
+    attention = _soft(np.where(allowed, scores, -np.inf), axis=-1)
+    fig, axes = plt.subplots(1, 3, figsize=(3 * (1.9 + 0.55 * n), 1.2 + 0.5 * n), layout="constrained")
+    titles = ["mean of the tokens so far", "softmax of masked zeros", "softmax of masked scores"]
+    for ax, matrix, title in zip(axes, (mean, zeros, attention), titles):
+        _heat(matrix, tokens, tokens, ax=ax, title=title, colorbar=False)
+    fig.weight_matrices = (mean, zeros, attention)
+    last = attention[-1]
+    _describe.describe(fig, (
+        f"Three {n} × {n} weight matrices over the tokens {_describe.token_list(tokens)}, each lower-triangular. "
+        f"Left, the running mean: row t gives 1/t to each of its first t tokens (the last row "
+        f"{_describe.number(mean[-1, 0])} each). Middle, the softmax of a masked matrix of zeros: the same numbers. "
+        f"Right, the softmax of the masked scores: the weights now depend on the data; the last row gives "
+        + ", ".join(f"{tokens[k]} {_describe.number(last[k])}" for k in range(n)) + "."))
+    return fig
+
+
+__all__ += ["averaging_to_attention"]

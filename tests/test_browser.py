@@ -106,10 +106,13 @@ def page(sync_api, lab):
 
 
 # ---------------------------------------------------------------------------
-# The lecture decks fit their slides (issue 10): every slide of decks 01-07, every fragment shown
+# The lecture decks fit their slides (issues 10 and 17): every slide of every deck, every fragment shown
 # ---------------------------------------------------------------------------
 
-DECK_PREFIXES = ("01-", "02-", "03-", "04-", "05-", "06-", "07-")
+# Decks still to be rewritten as lessons (issue 17 is open for them): measured and reported,
+# not yet held to the limits. Remove a prefix here when its notebook is rewritten.
+NOT_YET_LESSONS = ("08-", "10-")
+DECK_PREFIXES = tuple(f"{i:02d}-" for i in range(1, 17) if f"{i:02d}-" not in NOT_YET_LESSONS)
 
 
 def _deck_tools():
@@ -160,10 +163,16 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
         pytest.fail(f"{source.stem}: {len(report.overflowing)} of {len(report.slides)} slides overflow the slide "
                     f"box (shorten the code or the output, or move prose to a 'notes' cell):\n{overflowing}")
     assert not [s for s in report.slides if s["fragments_hidden"]], f"{source.stem}: a fragment stayed hidden"
-    if report.walkthrough:
-        assert len(report.slides) <= deck_report.MAX_SLIDES, (
-            f"{source.stem}: {len(report.slides)} slides, at most {deck_report.MAX_SLIDES}")
-        assert report.with_notes, f"{source.stem}: no speaker notes (give long prose the slide type 'notes')"
+    assert len(report.slides) <= deck_report.MAX_SLIDES, (
+        f"{source.stem}: {len(report.slides)} slides, at most {deck_report.MAX_SLIDES}")
+    assert report.with_notes, f"{source.stem}: no speaker notes (give long prose the slide type 'notes')"
+    # projectable (issue 17): nothing scrolls sideways, little prose and short code per slide
+    name = lambda s: f"slide {s['number']} ({s['h']}.{s['v']}) \"{s['title']}\""  # noqa: E731
+    assert not report.wide, f"{source.stem}: code or output wider than the slide: " + ", ".join(map(name, report.wide))
+    assert not report.wordy, (f"{source.stem}: more than {deck_report.MAX_WORDS} words of visible text: "
+                              + ", ".join(f"{name(s)} {s['words']}" for s in report.wordy))
+    assert not report.long_code, (f"{source.stem}: code cells over {deck_report.MAX_CODE_LINES} lines: "
+                                  + ", ".join(f"{name(s)} {s['code_lines']}" for s in report.long_code))
 
 
 @pytest.mark.browser

@@ -34,6 +34,10 @@ import slide_metadata  # noqa: E402
 from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable  # noqa: E402
 
 MAX_SLIDES = 40
+# Issue 17's "about 60 words of visible text" and "about 8 lines of code" per slide, as limits:
+# visible prose words (no notes, code, outputs or formulas), and the longest code cell's lines.
+MAX_WORDS = 70
+MAX_CODE_LINES = 10
 TOLERANCE_PX = 2  # sub-pixel rounding of the layout
 TIMEOUT_MS = 90_000
 WALKTHROUGHS = ("01-", "02-", "03-", "04-", "05-", "06-")
@@ -90,11 +94,22 @@ MEASURE_JS = """async () => {
         // code or output cut at the right (a line too long): shown with a scroll bar, not failed
         const wide = [...slide.querySelectorAll('pre')].filter((e) => !e.closest('aside.notes')
             && e.scrollWidth > e.clientWidth + 2).length;
+        // visible prose: words of the rendered markdown, without notes, code, outputs or formulas
+        const prose = slide.cloneNode(true);
+        prose.querySelectorAll('aside.notes, script, style, pre, .jp-OutputArea, .jp-InputPrompt, '
+            + 'mjx-container, .anchor-link, .jp-CodeCell').forEach((e) => e.remove());
+        const words = (prose.textContent.match(/[A-Za-z0-9\u00C0-\u024F'’-]+/g) || []).length;
+        // the longest code cell's source on the slide, in lines
+        let codeLines = 0;
+        slide.querySelectorAll('.jp-CodeCell .jp-InputArea pre').forEach((e) => {
+            if (e.closest('aside.notes')) return;
+            codeLines = Math.max(codeLines, e.textContent.replace(/\n+$/, '').split('\n').length);
+        });
         slides.push({
             number: n + 1, h: at.h, v: at.v || 0, title: text,
             height: Math.round(tall), overflow: Math.round(tall - height),
             notes: slide.querySelectorAll('aside.notes').length > 0,
-            fragments_hidden: hidden, wide,
+            fragments_hidden: hidden, wide, words, code_lines: codeLines,
         });
     }
     return {width, height, slides};
@@ -122,6 +137,14 @@ class DeckReport:
     @property
     def wide(self) -> list[dict]:
         return [s for s in self.slides if s.get("wide")]
+
+    @property
+    def wordy(self) -> list[dict]:
+        return [s for s in self.slides if s.get("words", 0) > MAX_WORDS]
+
+    @property
+    def long_code(self) -> list[dict]:
+        return [s for s in self.slides if s.get("code_lines", 0) > MAX_CODE_LINES]
 
     @property
     def walkthrough(self) -> bool:
@@ -187,10 +210,12 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 
 
 def table(reports: list[DeckReport]) -> str:
-    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10} {'wide code':>9}"]
+    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10} {'wide code':>9}"
+             f" {f'> {MAX_WORDS} words':>12} {f'> {MAX_CODE_LINES} lines':>12} {'most words':>10}"]
     for r in reports:
         lines.append(f"{r.name[:36]:<36} {len(r.slides):>6} {len(r.overflowing):>11} {len(r.with_notes):>10}"
-                     f" {len(r.wide):>9}")
+                     f" {len(r.wide):>9} {len(r.wordy):>12} {len(r.long_code):>12}"
+                     f" {max((s.get('words', 0) for s in r.slides), default=0):>10}")
     walk = [r for r in reports if r.walkthrough]
     if walk:
         lines.append(f"{'walkthroughs 01-06':<36} {sum(len(r.slides) for r in walk):>6} "
