@@ -1609,3 +1609,83 @@ def averaging_to_attention(scores, tokens=None):
 
 
 __all__ += ["averaging_to_attention"]
+
+
+# --------------------------------------------------------------------------- notebook 08: why scale
+# The spread of q·k grows like sqrt(d_k); one softmax row saturates unless the scores are scaled.
+
+def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
+    """Left: q·k of random unit-variance q, k at each d_k; right: one row's softmax, unscaled and scaled.
+
+    Parameters
+    ----------
+    d_ks : sequence of int
+        The widths compared (each >= 1); the row on the right uses the largest.
+    m : int
+        Keys in the softmax row.
+    pairs : int
+        Random (q, k) pairs drawn per width for the left panel.
+    seed : int
+        Seed of every draw: the same picture on every run.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.spread`` maps each d_k to the standard deviation of its drawn dot products;
+        ``fig.rows`` holds (scores, unscaled weights, scaled weights) of the row shown.
+
+    Examples
+    --------
+    >>> fig = score_spread((4, 400), pairs=2000)
+    >>> [round(fig.spread[d] / d ** 0.5, 1) for d in (4, 400)]     # the spread is about sqrt(d_k)
+    [1.0, 1.0]
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    from .attention import softmax as _soft
+
+    d_ks = [int(d) for d in d_ks]
+    if not d_ks or min(d_ks) < 1:
+        raise ValueError(f"d_ks must be widths >= 1: got {d_ks!r}")
+    if int(m) < 2 or int(pairs) < 2:
+        raise ValueError(f"m and pairs must be at least 2: got m={m!r}, pairs={pairs!r}")
+    rng = np.random.default_rng(seed)
+    dots = {d: np.einsum("pi,pi->p", rng.standard_normal((pairs, d)), rng.standard_normal((pairs, d)))
+            for d in d_ks}  # (pairs,) each: q·k of independent unit-variance vectors
+    spread = {d: float(dots[d].std()) for d in d_ks}
+    top = max(d_ks)
+    q = rng.standard_normal(top)
+    keys = rng.standard_normal((int(m), top))
+    scores = keys @ q  # (m,)
+    unscaled, scaled = _soft(scores), _soft(scores / np.sqrt(top))
+    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
+                                           gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    for y, d in enumerate(d_ks):
+        left.scatter(dots[d], np.full(pairs, y) + rng.uniform(-0.25, 0.25, pairs), s=4, alpha=0.35, color="#1f77b4")
+        left.plot([-spread[d], spread[d]], [y, y], color="#d95f02", linewidth=3)
+        left.text(0, y + 0.3, f"std {spread[d]:.1f} ≈ √{d} = {np.sqrt(d):.1f}", fontsize=8.5, color="#a63f00",
+                  ha="center", va="bottom")
+    left.set_yticks(range(len(d_ks)), labels=[f"d_k = {d}" for d in d_ks])
+    left.set_ylim(-0.5, len(d_ks) - 0.2)
+    left.set_xlabel("q·k of random unit-variance q, k")
+    left.set_title("the spread of q·k grows like √d_k", fontsize=10)
+    for ax, weights, title, colour in ((mid, unscaled, f"softmax of q·k, d_k = {top}", "#d95f02"),
+                                       (right, scaled, f"softmax of q·k / √{top}", "#1b9e77")):
+        bars = ax.bar(range(int(m)), weights, color=colour)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=2)
+        ax.set_ylim(0, 1.12)
+        ax.set_xticks(range(int(m)), labels=[f"k{j}" for j in range(int(m))])
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("weight")
+    fig.spread, fig.rows = spread, (scores, unscaled, scaled)
+    _describe.describe(fig, (
+        f"Left, dot products q·k of {pairs} random pairs at d_k = " + ", ".join(str(d) for d in d_ks)
+        + "; their standard deviations " + ", ".join(f"{spread[d]:.1f}" for d in d_ks)
+        + f" grow like √d_k. Middle, one query's softmax over {int(m)} keys at d_k = {top} without scaling: "
+        f"largest weight {unscaled.max():.2f} (nearly one-hot). Right, the same scores divided by √{top}: "
+        f"largest weight {scaled.max():.2f}, the other keys keep a share."))
+    return fig
+
+
+__all__ += ["score_spread"]
