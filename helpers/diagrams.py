@@ -1689,3 +1689,91 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
 
 
 __all__ += ["score_spread"]
+
+
+# --------------------------------------------------------------------------- notebook 10: heads split and merged
+
+def heads_split_merge(n, d_model, num_heads):
+    """One sequence split into heads, attended head by head, and merged back; shapes on every arrow.
+
+    Parameters
+    ----------
+    n : int
+        Tokens in the sequence.
+    d_model : int
+        Width of each token's vector; must be divisible by ``num_heads``.
+    num_heads : int
+        Heads ``h``; each works on ``d_model / h`` columns.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.shapes`` lists the shape written on each arrow, left to right.
+
+    Examples
+    --------
+    >>> fig = heads_split_merge(6, 8, 2)
+    >>> fig.shapes
+    ['(6, 8)', '(2, 6, 4)', '(2, 6, 4)', '(6, 8)', '(6, 8)']
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    for name, value in (("n", n), ("d_model", d_model), ("num_heads", num_heads)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer: got {value!r}")
+    if d_model % num_heads:
+        raise ValueError(f"d_model = {d_model} must be divisible by num_heads = {num_heads}")
+    h, d_head = int(num_heads), int(d_model) // int(num_heads)
+    fig, ax = plt.subplots(figsize=(12, 3.6), layout="constrained")
+    ax.set_xlim(0, 12)
+    ax.set_ylim(0, 3.6)
+    ax.set_axis_off()
+    colours = plt.get_cmap("tab10").colors
+    # data units per row (columns are 1.6 times as wide), so that the h head boxes stack
+    # without touching and the whole row of boxes fits the figure's width
+    unit = min(0.25, (3.0 - 0.35 * (h - 1)) / (h * n), 5.6 / (1.6 * (3 * d_model + 2 * d_head)))
+
+    def box(x, y, rows, cols, colour, label):
+        width, height = cols * unit * 1.6, rows * unit
+        ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor="black", alpha=0.85))
+        ax.text(x + width / 2, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9)
+        return x + width
+
+    def arrow(x0, x1, y, text):
+        ax.add_patch(FancyArrowPatch((x0 + 0.08, y), (x1 - 0.08, y), arrowstyle="-|>", mutation_scale=14))
+        ax.text((x0 + x1) / 2, y + 0.12, text, ha="center", va="bottom", fontsize=9)
+
+    shapes = [f"({n}, {d_model})", f"({h}, {n}, {d_head})", f"({h}, {n}, {d_head})", f"({n}, {d_model})",
+              f"({n}, {d_model})"]
+    mid = 1.8
+    right = box(0.2, mid, n, d_model, "#cccccc", f"X  {shapes[0]}")
+    heads_x = right + 1.5
+    gap = n * unit + 0.35
+    ys = [mid + (h - 1) / 2 * gap - k * gap for k in range(h)]
+    arrow(right, heads_x, mid, f"split\n{shapes[1]}")
+    ends = [box(heads_x, y, n, d_head, colours[k % 10], f"head {k + 1}" if h <= 4 else "") for k, y in enumerate(ys)]
+    attended_x = max(ends) + 1.6
+    arrow(max(ends), attended_x, mid, f"attention\nin each head\n{shapes[2]}")
+    ends = [box(attended_x, y, n, d_head, colours[k % 10], "") for k, y in enumerate(ys)]
+    merged_x = max(ends) + 1.5
+    arrow(max(ends), merged_x, mid, f"merge\n(concatenate)\n{shapes[3]}")
+    right = box(merged_x, mid, n, d_model, "#9ecae1", "")
+    for k in range(h):  # the merged box shows where each head's columns went
+        ax.add_patch(Rectangle((merged_x + k * d_head * unit * 1.6, mid - n * unit / 2), d_head * unit * 1.6,
+                               n * unit, facecolor=colours[k % 10], alpha=0.55, edgecolor="none"))
+    out_x = right + 1.4
+    arrow(right, out_x, mid, f"× W_O\n{shapes[4]}")
+    end = box(out_x, mid, n, d_model, "#c7e9c0", f"out  {shapes[4]}")
+    ax.set_xlim(0, max(12, end + 0.2))
+    ax.set_title(f"{h} heads of width d_model / h = {d_model} / {h} = {d_head}: split, attend, merge", fontsize=10)
+    fig.shapes = shapes
+    _describe.describe(fig, (
+        f"Diagram of multi-head attention on one sequence of {n} tokens of width {d_model}: X {shapes[0]} is split "
+        f"into {h} heads, {shapes[1]}, each of width {d_head}; attention runs in each head on its own, {shapes[2]}; "
+        f"the heads are concatenated back to {shapes[3]} and multiplied by W_O to give the output {shapes[4]}."))
+    return fig
+
+
+__all__ += ["heads_split_merge"]

@@ -65,7 +65,7 @@ from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
 from .plots import ANNOTATE_MAX, LABEL_MAX, AttentionFigure, _GlyphCache, labels_shown
 
-__all__ = ["AttentionExplorer", "as_html", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
+__all__ = ["AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
 
 CUSTOM = "(your sentence)"
 EMPTY = "(empty)"
@@ -127,8 +127,10 @@ def as_html(text, limit=None):
 DESCRIPTION_CLASS = "explorer-picture-description"
 
 
-def _described(text):
-    """The picture's description as HTML a screen reader reads and the eye does not see.
+def picture_text(text):
+    """A picture's description as HTML a screen reader reads and the eye does not see.
+
+    Put an ``ipywidgets.HTML`` holding it right after an ``ipywidgets.Image``.
 
     It sits right after the picture; on the site and in the decks a script also copies it
     into the picture's ``alt`` (web/templates/base/widget_names.html.j2). (An
@@ -513,7 +515,7 @@ class AttentionExplorer:
         self.image.value = png
         self.readout.value = self._readout_html()
         self.d_k_help.value = as_html(self._d_k_help_text())
-        self.image_text.value = _described(self.description)
+        self.image_text.value = picture_text(self.description)
 
     def _show_notice(self):
         self.notice.value = "".join(
@@ -832,14 +834,14 @@ class TrainedHeadExplorer:
             self.message = (f"This change could not be drawn ({type(error).__name__}: {first_line}); "
                             "type a sequence or move a control to try again.")
             self.image.value = b""
-            self.image_text.value = _described(f"No heatmap: {self.message}")
+            self.image_text.value = picture_text(f"No heatmap: {self.message}")
             self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
 
     def _update(self):
         if self._ids is None:
             self._scores = self._weights = None
             self.image.value = b""
-            self.image_text.value = _described(self.description)
+            self.image_text.value = picture_text(self.description)
             self.readout.value = _live(f"<p><b>{as_html(self.message)}</b></p>")
             return
         layer, head = self.controls["layer"].value, self.controls["head"].value
@@ -850,7 +852,7 @@ class TrainedHeadExplorer:
         self._weights = _th_softmax(self._scores, temperature=self.controls["temperature"].value)
         self.image.value = self._png(layer, head)
         self.readout.value = self._readout_html()
-        self.image_text.value = _described(self.description)
+        self.image_text.value = picture_text(self.description)
 
     def _png(self, layer, head):
         """The heatmap as PNG bytes; the figure is built once per sequence and then only updated."""
