@@ -41,6 +41,7 @@ import math
 import numpy as np
 
 from . import figures as _describe
+from . import plots as _plots
 from .attention import scaled_dot_product_attention
 
 __all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
@@ -51,7 +52,8 @@ LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # relative luminance of linear R
 LINE_WIDTH = 8.0  # points of line width for a weight of 1 (head view)
 MINUS = "\u2212"  # a real minus sign, wider than the hyphen
 QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
-KEY_COLOUR = "#1f5fa8"  # blue, for keys and attention lines
+KEY_COLOUR = "#1f5fa8"  # blue, for keys and attention lines (6.4:1 on white)
+QUERY_TEXT_COLOUR = "#a84300"  # the query's orange, darkened for text: 6.1:1 on white, 4.8:1 on the Q fill
 FILLS = {  # light fills for the boxes of the pipeline
     "Q": "#fde0c5",
     "K": "#cfe0f3",
@@ -288,7 +290,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                 gid=f"masked:{name}:{i}:{j}" if masked else f"cell:{name}:{i}:{j}",
             ))
             if (name, i, j) in texts:
-                dark = colours[i, j, :3] @ LUMINANCE < 0.5
+                dark = not _plots._light(colours[i, j])  # black or white by WCAG contrast ratio
                 ax.text(cx + cell / 2, cy + cell / 2, texts[name, i, j], ha="center", va="center",
                         fontsize=number_size, color="white" if dark else "#222222",
                         gid=f"value:{name}:{i}:{j}")
@@ -308,7 +310,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         if query_tokens and name == "Q" and rows <= 12:  # rows of scores, weights, out line up with these
             for i, token in enumerate(query_tokens):
                 ax.text(x0 - 0.06, y1 - (i + 0.5) * cell, token, ha="right", va="center", fontsize=label_size * 0.9,
-                        color=QUERY_COLOUR, parse_math=False, gid=f"token:{name}:{i}")
+                        color=QUERY_TEXT_COLOUR, parse_math=False, gid=f"token:{name}:{i}")
         ax.text(x0 + cols * cell / 2, title_line, title, ha="center", va="bottom", fontsize=label_size + 1,
                 fontweight="bold", color="#222222", gid=f"title:{name}")
         x = x0 + cols * cell
@@ -362,19 +364,19 @@ def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
     for i, token in enumerate(query_tokens):
         strong = highlight is None or highlight == i
         ax.text(-0.04, yq[i], token, ha="right", va="center", fontsize=10, parse_math=False, bbox=box,
-                color=QUERY_COLOUR if highlight == i else "#222222", alpha=1.0 if strong else 0.45,
+                color=QUERY_TEXT_COLOUR if highlight == i else "#222222", alpha=1.0 if strong else 0.65,
                 fontweight="bold" if highlight == i else "normal", gid=f"query:{i}")
     for j, token in enumerate(key_tokens):
         ax.text(1.04, yk[j], token, ha="left", va="center", fontsize=10, parse_math=False, bbox=box,
                 color="#222222", gid=f"key:{j}")
         if highlight is not None:
             ax.text(1.04, yk[j] - 0.32, f"{weights[highlight, j]:.2f}", ha="left", va="center", fontsize=8,
-                    color=QUERY_COLOUR, gid=f"weight:{j}")
+                    color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
     ax.set_xlim(-0.6, 1.6)
     ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 1.1)
     ax.set_axis_off()
-    ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#777777")
-    ax.text(1.0, (rows - 1) / 2 + 0.65, "keys", ha="left", va="bottom", fontsize=8, color="#777777")
+    ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#666666")
+    ax.text(1.0, (rows - 1) / 2 + 0.65, "keys", ha="left", va="bottom", fontsize=8, color="#666666")
     if title:
         ax.set_title(title, fontsize=11)
 
@@ -510,6 +512,8 @@ def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach
     """
     from matplotlib.transforms import offset_copy
 
+    # the query's label in the darker orange of text (4.5:1 or more), its arrow in QUERY_COLOUR
+    colours = [QUERY_TEXT_COLOUR if c == QUERY_COLOUR else c for c in colours]
     drawn = []
     if column:
         rows = len(tips)
@@ -727,7 +731,8 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     for j, (vec, label) in enumerate(zip(vectors, labels)):
         if j % 2 == 0:
             table.axhspan(j - 0.5, j + 0.5, color="#f4f4f4", zorder=0)
-        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11, color=colours[j],
+        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11,
+                   color=QUERY_TEXT_COLOUR if colours[j] == QUERY_COLOUR else colours[j],
                    parse_math=False, gid=f"key:{j}")
         if q is None:
             continue
@@ -743,7 +748,7 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                    fontsize=11, fontweight="bold", gid=f"dot:{j}")
     if q is not None:
         table.text(0.5, m - 0.05, f"|q| = {_format(nq, 2)}  ('{query_label}')", ha="center", va="top",
-                   fontsize=10, color=QUERY_COLOUR, parse_math=False, gid="query_norm")
+                   fontsize=10, color=QUERY_TEXT_COLOUR, parse_math=False, gid="query_norm")
     if weights is not None:
         from matplotlib.patches import Rectangle
 
@@ -833,8 +838,8 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
     ax.set_ylim(0, top)
     ax.set_axis_off()
     ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=11, gid="title")
-    ax.text(x["key"], top - 0.3, "key", ha="center", va="top", fontsize=9, color="#777777")
-    ax.text(x["value"], top - 0.3, "value", ha="left", va="top", fontsize=9, color="#777777")
+    ax.text(x["key"], top - 0.3, "key", ha="center", va="top", fontsize=9, color="#666666")
+    ax.text(x["value"], top - 0.3, "value", ha="left", va="top", fontsize=9, color="#666666")
     for j in range(m):
         w = float(weights[j])
         width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
@@ -844,17 +849,17 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
                 alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
         # the weight, in its own column between the line's end and the key
         ax.text(x["weight"], ys[j], _format(w, 2), ha="left", va="center",
-                fontsize=8.5, color=QUERY_COLOUR if w > 0 else "#aaaaaa", gid=f"weight:{j}")
+                fontsize=8.5, color=QUERY_TEXT_COLOUR if w > 0 else "#767676", gid=f"weight:{j}")
         box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
                    alpha=0.3 + 0.7 * w)
         ax.text(x["key"], ys[j], keys[j], ha="center", va="center", fontsize=10, parse_math=False, bbox=box,
                 gid=f"key:{j}")
         ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
-                color="#222222" if w > 0 else "#aaaaaa", gid=f"value:{j}")
+                color="#222222" if w > 0 else "#767676", gid=f"value:{j}")
     ax.add_patch(FancyBboxPatch((0.1 + 0.03, mid - 0.15), x["query_w"] - 0.06, 0.3, boxstyle="round,pad=0.03",
                                 facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
     ax.text(x["query"], mid, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
-    ax.text(x["query"], mid - 0.22, "query", ha="center", va="top", fontsize=8.5, color="#777777")
+    ax.text(x["query"], mid - 0.22, "query", ha="center", va="top", fontsize=8.5, color="#666666")
     ax.text(x["out"], mid, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
             bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
     ax.text(x["out"], mid - 0.2, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")

@@ -22,6 +22,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import publish  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+TOKENS = ["I", "am", "happy"]
+WEIGHTS = np.array([[0.50, 0.30, 0.20], [0.20, 0.50, 0.30], [0.26, 0.26, 0.48]])
 
 
 @pytest.fixture(autouse=True)
@@ -144,3 +146,34 @@ def test_contrast_ratio_matches_the_wcag_examples():
     # #767676 on white is the classic 4.54:1; #777777 falls just short
     assert plots.contrast_ratio(np.array([0x76] * 3) / 255, [1, 1, 1]) == pytest.approx(4.54, abs=0.01)
     assert plots.contrast_ratio(np.array([0x77] * 3) / 255, [1, 1, 1]) < 4.5
+
+
+def _text_contrasts(fig):
+    """(text, WCAG ratio against white and against its box, if any) for every visible Text of ``fig``."""
+    from matplotlib.colors import to_rgba
+
+    found = []
+    for text in fig.findobj(matplotlib.text.Text):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        r, g, b, a = to_rgba(text.get_color())
+        a *= 1.0 if text.get_alpha() is None else text.get_alpha()
+        backgrounds = [(1.0, 1.0, 1.0)]
+        patch = text.get_bbox_patch()
+        if patch is not None and patch.get_facecolor()[3] > 0:
+            backgrounds.append(patch.get_facecolor()[:3])
+        for back in backgrounds:
+            shown = np.array([r, g, b]) * a + np.array(back) * (1 - a)
+            found.append((text.get_text(), float(plots.contrast_ratio(shown, back))))
+    return found
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: diagrams.pipeline(WEIGHTS, WEIGHTS, WEIGHTS, TOKENS),
+    lambda: diagrams.head_view(WEIGHTS, TOKENS, highlight=1),
+    lambda: diagrams.soft_lookup("q", ["a", "b", "c"], [1.0, 2.0, 3.0], [0.7, 0.3, 0.0], hard_index=0),
+    lambda: diagrams.vectors_2d(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), TOKENS, query=2, weights=[0.2, 0.3, 0.5]),
+], ids=["pipeline", "head_view", "soft_lookup", "vectors_2d"])
+def test_diagram_labels_reach_aa_contrast(draw):
+    low = [(t, round(r, 2)) for t, r in _text_contrasts(draw()) if r < 4.5]
+    assert not low, f"labels below 4.5:1: {low}"
