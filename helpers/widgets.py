@@ -76,7 +76,7 @@ PLACEHOLDER = "\N{REPLACEMENT CHARACTER}"
 SENTENCE_D_MODEL = 8
 RANDOM_N = 8
 RANDOM_D_V = 4
-FIGURE_CACHE = 4  # figures kept for quick switching between inputs of different shapes
+FIGURE_CACHE = 16  # figures kept: switching back to an example or a shape seen before is only an update
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
