@@ -395,8 +395,7 @@ class AttentionExplorer:
         png = base64.b64encode(self.snapshot_png()).decode("ascii")
         bundle["image/png"] = png
         # for a viewer without the widget: the picture with its description as alt text
-        bundle["text/html"] = (f'<img class="{_figures.HTML_CLASS}" alt="{as_html(self.description)}" '
-                               f'src="data:image/png;base64,{png}">')
+        bundle["text/html"] = _figures.img_html(png, self.description)
         return bundle
 
     @property
@@ -795,8 +794,7 @@ class TrainedHeadExplorer:
         if self._weights is not None and self.image.value:
             png = base64.b64encode(bytes(self.image.value)).decode("ascii")
             bundle["image/png"] = png
-            bundle["text/html"] = (f'<img class="{_figures.HTML_CLASS}" alt="{as_html(self.description)}" '
-                                   f'src="data:image/png;base64,{png}">')
+            bundle["text/html"] = _figures.img_html(png, self.description)
         return bundle
 
     @property

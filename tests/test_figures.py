@@ -177,3 +177,15 @@ def _text_contrasts(fig):
 def test_diagram_labels_reach_aa_contrast(draw):
     low = [(t, round(r, 2)) for t, r in _text_contrasts(draw()) if r < 4.5]
     assert not low, f"labels below 4.5:1: {low}"
+
+
+def test_the_img_of_a_described_figure_decodes_to_its_png_and_looks_like_no_path():
+    import base64
+    import html as html_module
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot(np.arange(50) ** 2)
+    tag = figures.figure_html(figures.describe(fig, "A parabola."))
+    data = re.search(r'src="data:image/png;base64,([^"]+)"', tag).group(1)
+    assert "/" not in data  # written as &#47;, so no run of base64 reads like /a/file/path
+    assert base64.b64decode(html_module.unescape(data)).startswith(b"\x89PNG")

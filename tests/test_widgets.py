@@ -226,7 +226,7 @@ def _check_bundle(data, explorer):
     alt = f"largest weight {explorer.readouts['max_weight'].max():.2f}"
     assert data["text/html"].startswith('<img class="described-figure" alt="Attention explorer: ')
     assert alt in data["text/html"] and "temperature 0.50" in data["text/html"]
-    assert data["text/html"].endswith(f'src="data:image/png;base64,{data["image/png"]}">')
+    assert data["text/html"].endswith(f'src="data:image/png;base64,{data["image/png"].replace("/", "&#47;")}">')
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
     picture = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
     figure = Image.open(io.BytesIO(bytes(explorer.image.value)))
