@@ -1,5 +1,6 @@
 """Tests of helpers.transformer: gradients, determinism, shapes, errors, scores, ablation."""
 
+import html
 import math
 
 import numpy as np
@@ -433,7 +434,7 @@ def test_explorer_explains_what_it_cannot_read(text, message):
 
     ex = TrainedHeadExplorer(text="A B C")
     ex.controls["tokens"].value = text
-    assert message in ex.message and message in ex.readout.value
+    assert message in ex.message and html.escape(message) in ex.readout.value
     assert ex.weights is None and ex.tokens is None and ex.image.value == b""
     ex.controls["temperature"].value = 2.0  # other controls still work, and do not raise
     ex.controls["head"].value = 1

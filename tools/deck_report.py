@@ -103,7 +103,7 @@ MEASURE_JS = """async () => {
         let codeLines = 0;
         slide.querySelectorAll('.jp-CodeCell .jp-InputArea pre').forEach((e) => {
             if (e.closest('aside.notes')) return;
-            codeLines = Math.max(codeLines, e.textContent.replace(/\n+$/, '').split('\n').length);
+            codeLines = Math.max(codeLines, e.textContent.replace(/\\n+$/, '').split('\\n').length);
         });
         slides.push({
             number: n + 1, h: at.h, v: at.v || 0, title: text,
