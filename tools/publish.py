@@ -25,7 +25,8 @@ notes. Collapsed cells (tag ``collapsed`` or ``jupyter.source_hidden`` /
 prose goes to the speaker notes, collapsed code is left out. On the site the
 same cells show as an expandable block (``<details>``), closed, whose summary
 says what it holds ("Show the answer", "Show the document check", "Show the
-code"). Widgets appear as the snapshot of their saved state, at 70 % of their
+code"). A code cell tagged ``slides-hide-code`` (plotting code that is not the
+point) shows only its output on a slide; the notebook and the site keep its code. Widgets appear as the snapshot of their saved state, at 70 % of their
 size on a slide. ``python tools/deck_report.py`` measures the built decks in
 Chromium (slides, slides that overflow, slides with speaker notes).
 """
@@ -265,10 +266,17 @@ def site_exporter(static: str):
     return exporter
 
 
+# A code cell tagged so shows only its output on a slide (plotting code that is not the point):
+# the notebook and the site keep the code.
+SLIDES_HIDE_CODE = "slides-hide-code"
+
+
 def slides_exporter(static: str):
     from nbconvert import SlidesExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
 
     exporter = SlidesExporter(template_name="slides", extra_template_basedirs=[str(TEMPLATES)])
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags=(SLIDES_HIDE_CODE,)), enabled=True)
     _configure(exporter, static)
     exporter.reveal_url_prefix = f"{static}/reveal.js"
     exporter.reveal_theme = "white"
