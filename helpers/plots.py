@@ -444,10 +444,10 @@ class AttentionFigure:
         # size, small enough to render and encode quickly.
         width = min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0)
         height = min(1.6 + 0.32 * side, 4.0)
-        self.figure = Figure(figsize=(width, height), layout="constrained")
-        axes = self.figure.subplots(
-            1, 4, gridspec_kw={"width_ratios": [m, m, max(d_v, 2), max(m, 4) * 0.9]}
-        )
+        self.figure = Figure(figsize=(width, height))
+        # The layout is computed here from the labels' lengths, not by matplotlib's
+        # constrained layout: that measures every text and takes most of a new figure's time.
+        axes = [self.figure.add_axes(box) for box in self._boxes(width, height, d_v)]
         self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars = axes
         blank = np.zeros((n, m))
         self.im_scores = self.ax_scores.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
@@ -462,7 +462,10 @@ class AttentionFigure:
             # literal(): tokens are drawn as typed, never parsed as TeX. Too many to read:
             # a few positions instead (a tick costs about a millisecond to build).
             _token_ticks(ax.set_xticks, cols, ANNOTATE_MAX)
-            _token_ticks(ax.set_yticks, self.row_labels, LABEL_MAX)
+            if ax is self.ax_scores:  # the rows' names once, at the left; the other two share them
+                _token_ticks(ax.set_yticks, self.row_labels, LABEL_MAX)
+            else:
+                ax.set_yticks([])
             longest = max((len(str(c)) for c in cols), default=0)
             ax.tick_params(labelsize=8, axis="x", labelrotation=45 if len(cols) > 4 or longest > 6 else 0)
         self.ax_scores.set_ylabel("queries")
@@ -471,7 +474,7 @@ class AttentionFigure:
         self.ax_weights.tick_params(labelleft=False)
         self.ax_out.tick_params(labelleft=False)
         self.ax_out.set_xlabel("dimension")
-        bar = self.figure.colorbar(self.im_weights, ax=self.ax_weights, shrink=0.8)
+        bar = self.figure.colorbar(self.im_weights, cax=self.figure.add_axes(self._colorbar_box))
         bar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
         bar.ax.tick_params(labelsize=8)
         # Cell values only for small matrices (as in heatmap()). They are not
@@ -498,6 +501,48 @@ class AttentionFigure:
         self.ax_bars.set_xlabel("weight")
         self.ax_bars.set_title("row: entropy, max", fontsize=9)  # reserves the title's room
         self.bar_values = m <= ANNOTATE_MAX
+
+    CHAR = 0.6 * 8 / 72  # inches per character of an 8-point tick label (DejaVu Sans, generous)
+
+    def _boxes(self, width, height, d_v):
+        """Positions (figure fractions) of the four axes; sets ``_colorbar_box``.
+
+        Margins in inches from what they hold: the longest tick label written (rotated
+        by 45 degrees under the heatmaps when :meth:`__init__` rotates it), the axis
+        labels, the titles, the colour bar and the bar values. The heatmaps get square
+        cells of one size; the bar chart takes the height.
+        """
+        n, m = self.shape
+        char = self.CHAR
+        rows = labels_shown(self.row_labels, LABEL_MAX) or [str(i) for i in range(n)]
+        cols = labels_shown(self.col_labels, ANNOTATE_MAX) or [str(j) for j in range(m)]
+        bar_labels = labels_shown(self.col_labels, LABEL_MAX) or [str(j) for j in range(m)]
+        longest = lambda labels: max((len(str(t)) for t in labels), default=1)  # noqa: E731
+        rotated = len(cols) > 4 or longest(cols) > 6 or d_v > 4
+        tick_height = (max(longest(cols), 2) * char * 0.72 + 0.1) if rotated else 0.16
+        left = 0.06 + 0.2 + longest(rows) * char + 0.1  # y label "queries", row labels, ticks
+        bottom = 0.06 + 0.2 + tick_height  # x label, key labels
+        top = 0.3  # titles
+        right = 0.38  # the values written after the bars
+        gap, colorbar = 0.14, 0.1 + 0.12 + 0.55  # pad, bar, its ticks and label
+        bar_gap = longest(bar_labels) * char + 0.16
+        free_w = width - left - right - 3 * gap - colorbar - bar_gap
+        free_h = height - top - bottom
+        units = 2 * m + max(d_v, 2) + 0.9 * max(m, 4)
+        cell = max(min(free_w / units, free_h / n), 0.01)
+        hm_h = n * cell
+        y = bottom + (free_h - hm_h) / 2
+        boxes, x = [], left
+        for cols_i in (m, m, d_v):
+            boxes.append((x, y, cols_i * cell, hm_h))
+            x += cols_i * cell + gap
+            if len(boxes) == 2:  # the colour bar beside the weights
+                self._colorbar_box = ((x - gap + 0.1) / width, (y + 0.1 * hm_h) / height,
+                                      0.12 / width, 0.8 * hm_h / height)
+                x += colorbar
+        x += bar_gap
+        boxes.append((x, bottom, max(width - right - x, 0.3), free_h))
+        return [(bx / width, by / height, bw / width, bh / height) for bx, by, bw, bh in boxes]
 
     def _stamp_cells(self, name, image, matrix, fmt="{:.2f}"):
         ax = self.cell_axes.get(name)
@@ -608,11 +653,11 @@ class AttentionFigure:
             self.figure.set_dpi(self.dpi)
             canvas = FigureCanvasAgg(self.figure)
             with _quiet_missing_glyphs():
-                self.figure.draw_without_rendering()  # constrained layout, once
-                self.figure.set_layout_engine("none")
-                title = self.ax_bars.title.get_window_extent(canvas.get_renderer())
-                self._title_xy = ((title.x0 + title.x1) / 2, (title.y0 + title.y1) / 2)
-                self.ax_bars.title.set_text("")  # stamped on every png() instead
+                # the bar chart's title, stamped on every png(): centred above its axes
+                # (matplotlib's title pad is 6 points; half the 9-point line's height above that)
+                box = self.ax_bars.get_position().transformed(self.figure.transFigure)
+                self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
+                self.ax_bars.title.set_text("")
                 for artist in (*images, *self.bars, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
                 canvas.draw()
