@@ -446,6 +446,22 @@ def test_a_deck_puts_notes_and_collapsed_prose_in_the_speaker_notes_and_leaves_c
     assert slide_metadata.slide_type_of(nb.cells[9]) == "subslide"
 
 
+def test_a_cell_tagged_slides_hide_code_shows_only_its_output_on_the_slide():
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    plot = new_code_cell("PLOTTING_CODE = 1\nprint('FIGURE-STAND-IN')", outputs=[
+        new_output("stream", name="stdout", text="FIGURE-STAND-IN\n")])
+    plot.metadata["tags"] = [publish.SLIDES_HIDE_CODE]
+    kept = new_code_cell("KEPT_CODE = 2", outputs=[])
+    nb = new_notebook(cells=[new_markdown_cell("# A deck"), plot, kept])
+    for cell, kind in zip(nb.cells, ("slide", "subslide", "subslide")):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    deck, site = _export_slides(nb), _export_site(nb)
+    assert "FIGURE-STAND-IN" in deck and "PLOTTING_CODE" not in deck and "KEPT_CODE" in deck
+    assert "PLOTTING_CODE" in site  # the site and the notebook keep the code
+    assert "PLOTTING_CODE" in nb.cells[1].source
+
+
 def test_the_site_shows_collapsed_cells_as_closed_expandable_blocks():
     nb = _lesson_notebook()
     html = _export_site(nb)
