@@ -81,18 +81,17 @@ MEASURE_JS = """async () => {
         const hidden = [...slide.querySelectorAll('.fragment')].filter((f) => !f.classList.contains('visible')).length;
         const scale = Reveal.getScale();
         const box = slide.getBoundingClientRect();
-        let bottom = 0, right = 0;
+        let bottom = 0;
         for (const el of slide.querySelectorAll('*')) {
             if (el.closest('aside.notes') || el.closest('script, style')) continue;
             const r = el.getBoundingClientRect();
             if (r.width === 0 || r.height === 0) continue;
             bottom = Math.max(bottom, (r.bottom - box.top) / scale);
-            right = Math.max(right, (r.right - box.left) / scale);
         }
         // the section scrolls (overflow-y: auto): its scroll height is the content's height
         const tall = Math.max(slide.scrollHeight, bottom);
         const text = label(slide);
-        // code or output cut at the right (a line too long): shown with a scroll bar, not failed
+        // code or output wider than its box (a line too long) scrolls sideways: counted, and failed
         const wide = [...slide.querySelectorAll('pre')].filter((e) => !e.closest('aside.notes')
             && e.scrollWidth > e.clientWidth + 2).length;
         // visible prose: words of the rendered markdown, without notes, code, outputs or formulas
@@ -109,6 +108,7 @@ MEASURE_JS = """async () => {
         slides.push({
             number: n + 1, h: at.h, v: at.v || 0, title: text,
             height: Math.round(tall), overflow: Math.round(tall - height),
+            sideways: slide.scrollWidth - slide.clientWidth,
             notes: slide.querySelectorAll('aside.notes').length > 0,
             fragments_hidden: hidden, wide, words, code_lines: codeLines,
         });
@@ -137,7 +137,8 @@ class DeckReport:
 
     @property
     def wide(self) -> list[dict]:
-        return [s for s in self.slides if s.get("wide")]
+        """Slides that scroll sideways: a code block wider than its box, or the slide itself."""
+        return [s for s in self.slides if s.get("wide") or s.get("sideways", 0) > TOLERANCE_PX]
 
     @property
     def wordy(self) -> list[dict]:
@@ -165,7 +166,8 @@ class DeckReport:
             if s["fragments_hidden"]:
                 found.append(f"{self.name}: {name(s)}: {s['fragments_hidden']} fragments could not be shown")
         for s in self.wide:
-            found.append(f"{self.name}: {name(s)}: {s['wide']} code/output blocks wider than the slide (scroll sideways)")
+            found.append(f"{self.name}: {name(s)}: scrolls sideways ({s.get('wide', 0)} code blocks wider than "
+                         f"their box; the slide by {s.get('sideways', 0)} px)")
         for s in self.wordy:
             found.append(f"{self.name}: {name(s)}: {s['words']} words of visible text, more than {MAX_WORDS}")
         for s in self.long_code:
