@@ -33,6 +33,7 @@ def _mask_texts(ax):
         gid = text.get_gid() or ""
         if gid.startswith("mask:"):
             _, i, j = gid.split(":")
+            assert text.get_position() == (int(j), int(i))  # column j, row i of the image
             cells[int(i), int(j)] = text.get_text()
     return cells
 
