@@ -1809,8 +1809,8 @@ def _mask_panel(ax, allowed, query_tokens, key_tokens, title):
 def mask_and_weights(scores, masks, query_tokens, key_tokens=None):
     """Each mask as a 0/1 matrix beside the attention weights it produces.
 
-    One row of two panels per mask: left the mask (1 = may attend, 0 = blocked),
-    right the softmax of the scores with the blocked entries set to -inf (a row with
+    Two panels per mask, side by side in one row: the mask (1 = may attend, 0 = blocked),
+    then the softmax of the scores with the blocked entries set to -inf (a row with
     no allowed key gets zero weights, as the collection's kernels give).
 
     Parameters
@@ -1858,12 +1858,14 @@ def mask_and_weights(scores, masks, query_tokens, key_tokens=None):
         allowed.append(mask)
         weights.append(_soft(np.where(mask, scores, -np.inf), axis=-1))
     rows = len(allowed)
-    fig, axes = plt.subplots(rows, 2, figsize=(2 * (1.9 + 0.55 * m), rows * (1.3 + 0.45 * n)),
+    # one row of panels, mask then weights for each mask: wide and low, to fit a slide
+    fig, axes = plt.subplots(1, 2 * rows, figsize=(2 * rows * (1.5 + 0.45 * m), 1.5 + 0.45 * n),
                              squeeze=False, layout="constrained")
+    pairs = axes[0].reshape(rows, 2)
     parts = []
-    for (title, mask), w, (left, right) in zip(zip(masks, allowed), weights, axes):
+    for (title, mask), w, (left, right) in zip(zip(masks, allowed), weights, pairs):
         _mask_panel(left, mask, query_tokens, key_tokens, f"{title} mask (1 = may attend)")
-        _plots.heatmap(w, query_tokens, key_tokens, ax=right, title=f"weights under the {title} mask",
+        _plots.heatmap(w, query_tokens, key_tokens, ax=right, title=f"weights, {title} mask",
                        colorbar=False)
         empty = int(np.sum(~mask.any(axis=-1)))
         blocked = w[~mask]
