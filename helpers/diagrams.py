@@ -1782,3 +1782,142 @@ def heads_split_merge(n, d_model, num_heads):
 
 
 __all__ += ["heads_split_merge"]
+
+
+# --------------------------------------------------------------------------- notebook 10: masks and cross-attention
+# The padding and causal masks drawn as 0/1 matrices beside the weights each one produces, and
+# cross-attention as a head view between two sequences (decoder queries, encoder keys and values).
+
+def _mask_panel(ax, allowed, query_tokens, key_tokens, title):
+    from matplotlib.colors import ListedColormap
+
+    n, m = allowed.shape
+    ax.imshow(allowed.astype(float), cmap=ListedColormap(["#d9d9d9", "#cfe0f3"]), vmin=0, vmax=1)
+    for i in range(n):
+        for j in range(m):
+            ax.text(j, i, "1" if allowed[i, j] else "0", ha="center", va="center", fontsize=9,
+                    color="#1f3f6a" if allowed[i, j] else "#555555", gid=f"mask:{i}:{j}")
+    ax.set_xticks(range(m), key_tokens, rotation=45, ha="right")
+    ax.set_yticks(range(n), query_tokens)
+    ax.set_xticks(np.arange(-0.5, m), minor=True)
+    ax.set_yticks(np.arange(-0.5, n), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    ax.set_title(title, fontsize=11)
+
+
+def mask_and_weights(scores, masks, query_tokens, key_tokens=None):
+    """Each mask as a 0/1 matrix beside the attention weights it produces.
+
+    Two panels per mask, side by side in one row: the mask (1 = may attend, 0 = blocked),
+    then the softmax of the scores with the blocked entries set to -inf (a row with
+    no allowed key gets zero weights, as the collection's kernels give).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n, m)
+        Scaled scores of one sequence (queries by keys).
+    masks : dict of str to array_like of bool
+        Title -> mask broadcastable to (n, m), True = may attend.
+    query_tokens : sequence of str, length n
+    key_tokens : sequence of str, length m, optional
+        Defaults to ``query_tokens``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.masks`` and ``fig.weight_matrices`` hold the (n, m) arrays drawn, in the order of ``masks``.
+
+    Examples
+    --------
+    >>> fig = mask_and_weights(np.zeros((2, 2)), {"causal": np.tril(np.ones((2, 2), bool))}, ["a", "b"])
+    >>> print(fig.weight_matrices[0])
+    [[1.  0. ]
+     [0.5 0.5]]
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    from .attention import softmax as _soft
+
+    scores = _matrix(scores, "scores")
+    n, m = scores.shape
+    if not masks:
+        raise ValueError("masks must name at least one mask")
+    query_tokens = _labels(query_tokens, n, "query_tokens")
+    key_tokens = _labels(query_tokens if key_tokens is None else key_tokens, m, "key_tokens")
+    allowed, weights = [], []
+    for title, mask in masks.items():
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise ValueError(f"mask {title!r} must be boolean (True = may attend): got dtype {mask.dtype}")
+        try:
+            mask = np.broadcast_to(mask, (n, m))
+        except ValueError:
+            raise ValueError(f"mask {title!r} of shape {mask.shape} does not broadcast to the scores {(n, m)}") from None
+        allowed.append(mask)
+        weights.append(_soft(np.where(mask, scores, -np.inf), axis=-1))
+    rows = len(allowed)
+    # one row of panels, mask then weights for each mask: wide and low, to fit a slide
+    fig, axes = plt.subplots(1, 2 * rows, figsize=(2 * rows * (1.5 + 0.45 * m), 1.5 + 0.45 * n),
+                             squeeze=False, layout="constrained")
+    pairs = axes[0].reshape(rows, 2)
+    parts = []
+    for (title, mask), w, (left, right) in zip(zip(masks, allowed), weights, pairs):
+        _mask_panel(left, mask, query_tokens, key_tokens, f"{title} mask (1 = may attend)")
+        _plots.heatmap(w, query_tokens, key_tokens, ax=right, title=f"weights, {title} mask",
+                       colorbar=False)
+        empty = int(np.sum(~mask.any(axis=-1)))
+        blocked = w[~mask]
+        parts.append(f"{title}: {int(mask.sum())} of {n * m} pairs allowed, weight on blocked pairs "
+                     f"{_describe.number(blocked.max() if blocked.size else 0.0)}"
+                     + (f", {empty} rows with no allowed key (zero weights)" if empty else "")
+                     + f", largest weight {_describe.number(w.max())}")
+    fig.masks, fig.weight_matrices = tuple(allowed), tuple(weights)
+    _describe.describe(fig, (
+        f"{rows} masks as 0/1 matrices, each beside the weights it produces, {n} queries × {m} keys "
+        f"({_describe.token_list(key_tokens)}). " + "; ".join(parts) + "."))
+    return fig
+
+
+def cross_attention(weights, target_tokens, source_tokens, *, title=None):
+    """Cross-attention as a head view: decoder queries (target) on the left, encoder keys (source) on the right.
+
+    A thin layer over :func:`head_view` with ``query_tokens=target_tokens`` and
+    ``key_tokens=source_tokens``; the column headings name the two sides
+    ("decoder: queries" and "encoder: keys, values"), and the description says
+    which source token each target token reads most.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> w = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]])
+    >>> fig = cross_attention(w, ["le", "chat"], ["the", "cat", "."])
+    >>> len(fig.axes[0].lines)
+    6
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 2:
+        raise ValueError(f"weights must be 2-d (n target tokens, m source tokens): got shape {weights.shape}")
+    fig = head_view(weights, target_tokens, source_tokens, title=title)
+    ax = fig.axes[0]
+    for text in ax.texts:
+        if text.get_text() == "queries":
+            text.set_text("decoder: queries")
+        elif text.get_text() == "keys":
+            text.set_text("encoder: keys, values")
+    n, m = weights.shape
+    reads = ", ".join(f"{target_tokens[i]} to {source_tokens[int(np.argmax(weights[i]))]} "
+                      f"{_describe.number(weights[i].max())}" for i in range(n))
+    _describe.describe(fig, (
+        f"Cross-attention as a head view: {n} target tokens of the decoder "
+        f"({_describe.token_list(target_tokens)}) on the left ask {m} source tokens of the encoder "
+        f"({_describe.token_list(source_tokens)}) on the right; each line is as thick as its weight; the strongest line of each target token: {reads}."))
+    return fig
+
+
+__all__ += ["mask_and_weights", "cross_attention"]
