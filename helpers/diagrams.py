@@ -1829,7 +1829,7 @@ def saturation(d_ks, unscaled, scaled):
 
     largest = tuple(np.array([w.max(axis=-1).mean() for w in ws]) for ws in rows)
     jacobian = tuple(np.array([np.median(jacobian_size(w)) for w in ws]) for ws in rows)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
     styles = (("o-", "#d95f02", "unscaled"), ("s-", "#1b9e77", "scaled by 1/√d_k"))
     for ax, curves in ((left, largest), (right, jacobian)):
         for y, (marker, colour, label) in zip(curves, styles):
