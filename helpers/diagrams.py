@@ -1836,7 +1836,7 @@ def saturation(d_ks, unscaled, scaled):
             ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("d_k")
-        ax.legend(fontsize=8, loc="center left")
+        ax.legend(fontsize=8, loc="center right" if ax is left else "lower left")
     left.axhline(1 / m, color="0.6", linestyle=":")
     left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=8, color="0.35", va="bottom")
     left.set_ylim(0, 1.05)
