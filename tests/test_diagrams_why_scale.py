@@ -88,3 +88,21 @@ def test_saturation_needs_one_array_per_width():
     un, sc = _rows((1, 2, 4))
     with pytest.raises(ValueError):
         diagrams.saturation((1, 2, 4), un[:2], sc)
+
+
+def test_saturation_labels_reach_aa_contrast():
+    from matplotlib.colors import to_rgba
+    from matplotlib.text import Text
+
+    from helpers import plots
+
+    un, sc = _rows((1, 4, 16))
+    fig = diagrams.saturation((1, 4, 16), un, sc)
+    low = []
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip():
+            r, g, b, a = to_rgba(text.get_color())
+            shown = np.array([r, g, b]) * a + (1 - a)  # over white
+            if plots.contrast_ratio(shown, (1.0, 1.0, 1.0)) < 4.5:
+                low.append(text.get_text())
+    assert not low, f"labels below 4.5:1: {low}"
