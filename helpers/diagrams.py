@@ -1921,3 +1921,75 @@ def cross_attention(weights, target_tokens, source_tokens, *, title=None):
 
 
 __all__ += ["mask_and_weights", "cross_attention"]
+
+
+# --------------------------------------------------------------------------- notebook 08: saturation and its gradient
+# Against d_k, unscaled beside scaled: the largest weight of a softmax row climbs to 1, and the size of
+# the row's softmax Jacobian (what passes gradient back to the scores) falls to 0.
+
+def saturation(d_ks, unscaled, scaled):
+    """Mean largest weight and median Jacobian size of softmax rows against d_k, unscaled and scaled.
+
+    Parameters
+    ----------
+    d_ks : sequence of int
+        The widths, increasing, each >= 1 (at least two).
+    unscaled, scaled : sequence of array_like, each of shape (rows, m)
+        For each width, the softmax rows of the raw scores and of the scores divided by sqrt(d_k).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes (largest weight; Frobenius norm of diag(a) - a a^T, log scale). ``fig.curves`` maps
+        ``"largest"`` and ``"jacobian"`` to a pair (unscaled, scaled) of arrays, one value per width.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = [np.full((2, 4), 0.25), np.array([[1.0, 0, 0, 0]] * 2)]
+    >>> fig = saturation([1, 4], rows, [rows[0], rows[0]])
+    >>> fig.curves["largest"][0].tolist(), fig.curves["jacobian"][0].tolist()   # one-hot rows pass nothing
+    ([0.25, 1.0], [0.4330127018922193, 0.0])
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    d_ks = [int(d) for d in d_ks]
+    if len(d_ks) < 2 or min(d_ks) < 1 or any(b <= a for a, b in zip(d_ks, d_ks[1:])):
+        raise ValueError(f"d_ks must be at least two increasing widths >= 1: got {d_ks!r}")
+    rows = [[np.asarray(w, dtype=float) for w in ws] for ws in (unscaled, scaled)]
+    if any(len(ws) != len(d_ks) for ws in rows) or any(w.ndim != 2 for ws in rows for w in ws):
+        raise ValueError("unscaled and scaled need one (rows, m) array of weights per width")
+    m = rows[0][0].shape[-1]
+
+    def jacobian_size(w):  # (R, m) -> (R,): |diag(a) - a a^T|_F of each row
+        jac = w[:, :, None] * np.eye(w.shape[-1]) - w[:, :, None] * w[:, None, :]
+        return np.linalg.norm(jac, axis=(-2, -1))
+
+    largest = tuple(np.array([w.max(axis=-1).mean() for w in ws]) for ws in rows)
+    jacobian = tuple(np.array([np.median(jacobian_size(w)) for w in ws]) for ws in rows)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
+    styles = (("o-", "#d95f02", "unscaled"), ("s-", "#1b9e77", "scaled by 1/√d_k"))
+    for ax, curves in ((left, largest), (right, jacobian)):
+        for y, (marker, colour, label) in zip(curves, styles):
+            ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d_k")
+        ax.legend(fontsize=8, loc="center right" if ax is left else "lower left")
+    left.axhline(1 / m, color="0.6", linestyle=":")
+    left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=8, color="0.35", va="bottom")
+    left.set_ylim(0, 1.05)
+    left.set_title("mean largest weight of a row: saturation", fontsize=10)
+    right.set_yscale("log")
+    right.set_title("median |J|_F of a row: the gradient's way back", fontsize=10)
+    fig.curves = {"largest": largest, "jacobian": jacobian}
+    _describe.describe(fig, (
+        f"Two plots against d_k from {d_ks[0]} to {d_ks[-1]}, softmax rows over {m} keys. Left, the mean largest "
+        f"weight: unscaled it climbs from {largest[0][0]:.2f} to {largest[0][-1]:.2f}, scaled it stays between "
+        f"{largest[1].min():.2f} and {largest[1].max():.2f}. Right, on a log scale, the median size of the softmax "
+        f"Jacobian: unscaled it falls from {jacobian[0][0]:.2g} to {jacobian[0][-1]:.2g}, scaled it stays between "
+        f"{jacobian[1].min():.2f} and {jacobian[1].max():.2f}."))
+    return fig
+
+
+__all__ += ["saturation"]

@@ -46,3 +46,63 @@ def test_the_labels_and_description_carry_the_measured_numbers():
 def test_bad_arguments_are_refused(kwargs):
     with pytest.raises(ValueError):
         diagrams.score_spread(**kwargs)
+
+
+# diagrams.saturation: the largest weight and the Jacobian's size against d_k, unscaled and scaled
+
+def _rows(d_ks, seed=3, rows=200, m=16):
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((rows, max(d_ks))), rng.standard_normal((rows, m, max(d_ks)))
+    soft = lambda s: np.exp(s - s.max(-1, keepdims=True)) / np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)  # noqa: E731
+    raw = [np.einsum("rc,rjc->rj", q[:, :d], k[:, :, :d]) for d in d_ks]
+    return [soft(s) for s in raw], [soft(s / np.sqrt(d)) for s, d in zip(raw, d_ks)]
+
+
+def test_the_curves_drawn_are_the_largest_weight_and_the_jacobian_size():
+    d_ks = (1, 16, 256)
+    un, sc = _rows(d_ks)
+    fig = diagrams.saturation(d_ks, un, sc)
+    by_hand_max = [w.max(-1).mean() for w in un]
+    by_hand_jac = [np.median([np.linalg.norm(np.diag(a) - np.outer(a, a)) for a in w]) for w in sc]
+    np.testing.assert_allclose(fig.curves["largest"][0], by_hand_max, rtol=1e-12)
+    np.testing.assert_allclose(fig.curves["jacobian"][1], by_hand_jac, rtol=1e-12)
+    left, right = fig.axes
+    np.testing.assert_allclose(left.lines[0].get_ydata(), by_hand_max)
+    np.testing.assert_allclose(right.lines[1].get_ydata(), by_hand_jac)
+    assert right.get_yscale() == "log" and list(left.lines[0].get_xdata()) == list(d_ks)
+    # unscaled rows saturate and stop passing gradient; scaled rows do neither
+    assert fig.curves["largest"][0][-1] > 0.85 and fig.curves["largest"][1].max() < 0.35
+    assert fig.curves["jacobian"][0][-1] < 0.05 < 0.2 < fig.curves["jacobian"][1].min()
+    text = figures.description(fig)
+    assert f"from {by_hand_max[0]:.2f} to {by_hand_max[-1]:.2f}" in text and "16 keys" in text
+
+
+@pytest.mark.parametrize("d_ks", [(4,), (4, 4), (0, 4), (16, 4)])
+def test_saturation_refuses_widths_that_are_not_increasing(d_ks):
+    un, sc = _rows((1, 2))
+    with pytest.raises(ValueError):
+        diagrams.saturation(d_ks, un[:len(d_ks)], sc[:len(d_ks)])
+
+
+def test_saturation_needs_one_array_per_width():
+    un, sc = _rows((1, 2, 4))
+    with pytest.raises(ValueError):
+        diagrams.saturation((1, 2, 4), un[:2], sc)
+
+
+def test_saturation_labels_reach_aa_contrast():
+    from matplotlib.colors import to_rgba
+    from matplotlib.text import Text
+
+    from helpers import plots
+
+    un, sc = _rows((1, 4, 16))
+    fig = diagrams.saturation((1, 4, 16), un, sc)
+    low = []
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip():
+            r, g, b, a = to_rgba(text.get_color())
+            shown = np.array([r, g, b]) * a + (1 - a)  # over white
+            if plots.contrast_ratio(shown, (1.0, 1.0, 1.0)) < 4.5:
+                low.append(text.get_text())
+    assert not low, f"labels below 4.5:1: {low}"
