@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors notebooks slides site bench induction-model clean grade-venv nbgrader present present-venv
+.PHONY: help setup web lab test test-floors mutation notebooks slides site bench induction-model clean grade-venv nbgrader present present-venv
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -31,6 +31,7 @@ help:
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
+	@echo "make mutation   nbval with a softmax 1 % wrong: every notebook must fail"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
@@ -92,6 +93,10 @@ slides: $(VENV)/.installed-publish $(VENDOR)
 site: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py site
 	@echo "Open build/site/index.html, or serve it: $(BIN)/python -m http.server -d build/site"
+
+# nbval against a softmax that is 1 % wrong: every notebook must fail (a few minutes)
+mutation: $(VENV)/.installed-test
+	$(THREADS) $(BIN)/python tools/softmax_mutation.py
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_threads.py
