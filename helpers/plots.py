@@ -371,6 +371,10 @@ class _GlyphCache:
             self._bitmaps[text, size] = bitmap
         return bitmap
 
+    def width(self, text, size=7):
+        """Width in pixels of ``text`` stamped at ``size`` points."""
+        return self._alpha(text, size).shape[1]
+
     def stamp(self, pixels, text, colour, x, row, centred, size=7):
         """Blend ``text`` (``size`` points) into the RGBA ``pixels`` at column ``x``, centred on ``row``."""
         from matplotlib.colors import to_rgb
@@ -445,38 +449,31 @@ class AttentionFigure:
         width = min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0)
         height = min(1.6 + 0.32 * side, 4.0)
         self.figure = Figure(figsize=(width, height))
-        # The layout is computed here from the labels' lengths, not by matplotlib's
+        # The layout is computed here from the labels' lengths (_place), not by matplotlib's
         # constrained layout: that measures every text and takes most of a new figure's time.
-        axes = [self.figure.add_axes(box) for box in self._boxes(width, height, d_v)]
+        axes = [self.figure.add_axes(box) for box in self._boxes()]
         self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars = axes
         blank = np.zeros((n, m))
         self.im_scores = self.ax_scores.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
         self.im_weights = self.ax_weights.imshow(blank, cmap=WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest")
         self.im_out = self.ax_out.imshow(np.zeros((n, d_v)), cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
-        for ax, title, cols in (
-            (self.ax_scores, "scores", self.col_labels),
-            (self.ax_weights, "weights", self.col_labels),
-            (self.ax_out, "output (context)", [str(c) for c in range(d_v)]),
-        ):
-            ax.set_title(title, fontsize=10)
-            # literal(): tokens are drawn as typed, never parsed as TeX. Too many to read:
-            # a few positions instead (a tick costs about a millisecond to build).
-            _token_ticks(ax.set_xticks, cols, ANNOTATE_MAX)
-            if ax is self.ax_scores:  # the rows' names once, at the left; the other two share them
-                _token_ticks(ax.set_yticks, self.row_labels, LABEL_MAX)
-            else:
-                ax.set_yticks([])
-            longest = max((len(str(c)) for c in cols), default=0)
-            ax.tick_params(labelsize=8, axis="x", labelrotation=45 if len(cols) > 4 or longest > 6 else 0)
+        # Titles and axis labels at places computed here (_write_labels): placed automatically,
+        # matplotlib measures every tick label on each draw, a third of a redraw's time.
+        for ax, title in ((self.ax_scores, "scores"), (self.ax_weights, "weights"), (self.ax_out, "output (context)")):
+            ax.set_title(title, fontsize=10, y=1.0, pad=6)
+            ax.tick_params(labelsize=8)
+        # the rows' names once, at the left of the scores; the other two heatmaps share them
+        self.ax_weights.set_yticks([])
+        self.ax_out.set_yticks([])
+        _token_ticks(self.ax_out.set_xticks, [str(c) for c in range(d_v)], ANNOTATE_MAX)
+        self.ax_out.tick_params(axis="x", labelrotation=45 if d_v > 4 else 0)
         self.ax_scores.set_ylabel("queries")
         self.ax_scores.set_xlabel("keys")
         self.ax_weights.set_xlabel("keys")
-        self.ax_weights.tick_params(labelleft=False)
-        self.ax_out.tick_params(labelleft=False)
         self.ax_out.set_xlabel("dimension")
-        bar = self.figure.colorbar(self.im_weights, cax=self.figure.add_axes(self._colorbar_box))
-        bar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
-        bar.ax.tick_params(labelsize=8)
+        self.colorbar = self.figure.colorbar(self.im_weights, cax=self.figure.add_axes(self._colorbar_box))
+        self.colorbar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
+        self.colorbar.ax.tick_params(labelsize=8)
         # Cell values only for small matrices (as in heatmap()). They are not
         # Text artists: png() stamps cached glyph bitmaps of each string into
         # the picture, which costs microseconds instead of a millisecond a text.
@@ -494,17 +491,58 @@ class AttentionFigure:
             for ax, width in ((self.ax_scores, m), (self.ax_weights, m), (self.ax_out, d_v))
         ]
         self.bars = self.ax_bars.barh(range(m), np.zeros(m), color="#1f77b4")
-        _token_ticks(self.ax_bars.set_yticks, self.col_labels, LABEL_MAX)
         self.ax_bars.invert_yaxis()
         self.ax_bars.set_xlim(0, 1)
         self.ax_bars.tick_params(labelsize=8)
         self.ax_bars.set_xlabel("weight")
-        self.ax_bars.set_title("row: entropy, max", fontsize=9)  # reserves the title's room
+        self.ax_bars.set_title("row: entropy, max", fontsize=9, y=1.0, pad=6)  # stamped by png() instead
         self.bar_values = m <= ANNOTATE_MAX
+        self._write_labels()
+
+    def relabel(self, row_labels, col_labels):
+        """Show other tokens of the same counts: new tick labels and margins, the arrays kept.
+
+        Draws exactly what a new figure for these labels draws (tested), at a fraction of
+        its cost: the axes, ticks and images are kept; the next :meth:`png` renders the
+        unchanging part again once.
+        """
+        if (len(row_labels), len(col_labels)) != self.shape:
+            raise ValueError(f"relabel keeps the shape {self.shape}: got {len(row_labels)} x {len(col_labels)} labels")
+        self.row_labels, self.col_labels = list(row_labels), list(col_labels)
+        for ax, box in zip((self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars), self._boxes()):
+            ax.set_position(box)
+        self.colorbar.ax.set_position(self._colorbar_box)
+        self._write_labels()
+        self._canvas = self._background = None  # the unchanging part, rendered again
+        self._pixel_cache = {}
+        self.ax_bars.title.set_text("row: entropy, max")
+
+    def _write_labels(self):
+        """The tokens as tick labels (literal(): drawn as typed, never parsed as TeX); too many
+        to read: a few positions instead (a tick costs about a millisecond to build)."""
+        for ax in (self.ax_scores, self.ax_weights):
+            _token_ticks(ax.set_xticks, self.col_labels, ANNOTATE_MAX)
+            ax.tick_params(axis="x", labelrotation=45 if self._rotated() else 0)
+        _token_ticks(self.ax_scores.set_yticks, self.row_labels, LABEL_MAX)
+        _token_ticks(self.ax_bars.set_yticks, self.col_labels, LABEL_MAX)
+        # axis labels just outside their tick labels (inches from _boxes, over the axes' size in inches)
+        size = self.figure.get_size_inches()
+        inches = lambda ax: ax.get_position().size * size  # noqa: E731
+        keys_h, dims_h, rows_w = self._label_room
+        for ax, room in ((self.ax_scores, keys_h), (self.ax_weights, keys_h), (self.ax_out, dims_h),
+                         (self.ax_bars, (3.5 + 3.5 + 2) / 72 + 8 / 72 * 1.2)):
+            ax.xaxis.set_label_coords(0.5, -room / inches(ax)[1])
+        self.ax_scores.yaxis.set_label_coords(-rows_w / inches(self.ax_scores)[0], 0.5)
+        self.colorbar.ax.yaxis.set_label_coords(1 + 0.36 / inches(self.colorbar.ax)[0], 0.5)
+
+    def _rotated(self):
+        """Whether the keys' labels under the heatmaps are turned by 45 degrees."""
+        cols = self.col_labels
+        return len(cols) > 4 or max((len(str(c)) for c in cols), default=0) > 6
 
     CHAR = 0.6 * 8 / 72  # inches per character of an 8-point tick label (DejaVu Sans, generous)
 
-    def _boxes(self, width, height, d_v):
+    def _boxes(self):
         """Positions (figure fractions) of the four axes; sets ``_colorbar_box``.
 
         Margins in inches from what they hold: the longest tick label written (rotated
@@ -513,14 +551,21 @@ class AttentionFigure:
         cells of one size; the bar chart takes the height.
         """
         n, m = self.shape
-        char = self.CHAR
+        d_v, char = self.d_v, self.CHAR
+        width, height = self.figure.get_size_inches()
         rows = labels_shown(self.row_labels, LABEL_MAX) or [str(i) for i in range(n)]
         cols = labels_shown(self.col_labels, ANNOTATE_MAX) or [str(j) for j in range(m)]
         bar_labels = labels_shown(self.col_labels, LABEL_MAX) or [str(j) for j in range(m)]
         longest = lambda labels: max((len(str(t)) for t in labels), default=1)  # noqa: E731
-        rotated = len(cols) > 4 or longest(cols) > 6 or d_v > 4
-        tick_height = (max(longest(cols), 2) * char * 0.72 + 0.1) if rotated else 0.16
-        left = 0.06 + 0.2 + longest(rows) * char + 0.1  # y label "queries", row labels, ticks
+        rotated = self._rotated() or d_v > 4
+        tick, line = (3.5 + 3.5 + 2) / 72, 8 / 72 * 1.2  # a tick, its pad and a gap; an 8-point line
+        # inches taken by the labels under an axis: turned by 45 degrees, a label's width and
+        # its line's height each count 0.71 times
+        under = lambda chars, turned: tick + ((chars * char + line) * 0.71 if turned else line)  # noqa: E731
+        self._label_room = (  # below the keys' and the dimensions' labels; left of the rows' labels
+            under(longest(cols), self._rotated()), under(2, d_v > 4), tick + longest(rows) * char)
+        tick_height = max(under(max(longest(cols), 2), rotated), self._label_room[1])
+        left = 0.06 + 0.2 + self._label_room[2]  # y label "queries", row labels, ticks
         bottom = 0.06 + 0.2 + tick_height  # x label, key labels
         top = 0.3  # titles
         right = 0.38  # the values written after the bars
@@ -674,6 +719,8 @@ class AttentionFigure:
             px, py = self._to_pixels(ax, x, y)
             self._glyphs.stamp(pixels, text, colour, px, pixels.shape[0] - py, centred)
         x, y = self._title_xy
+        half = self._glyphs.width(self._title, 9) / 2  # a long title moves left to stay in the picture
+        x = max(min(x, pixels.shape[1] - half - 2), half + 2)
         self._glyphs.stamp(pixels, self._title, "black", x, pixels.shape[0] - y, True, size=9)
         buffer = io.BytesIO()
         height, width = pixels.shape[:2]

@@ -463,12 +463,18 @@ class AttentionExplorer:
         key = (len(rows), len(cols), d_v, labels_shown(rows, LABEL_MAX),
                labels_shown(cols, ANNOTATE_MAX), labels_shown(cols, LABEL_MAX))
         figure = self._figures.pop(key, None)
-        if figure is None:
-            figure = AttentionFigure(rows, cols, d_v)
-        else:  # the same picture; the bar chart's title names the row by this sentence's token
+        if figure is not None:  # the same picture; the bar chart's title names the row by this sentence's token
             figure.row_labels, figure.col_labels = list(rows), list(cols)
-            while len(self._figures) >= FIGURE_CACHE:
-                self._figures.pop(next(iter(self._figures)))
+        else:
+            # a kept figure of the same shape with other words: new labels cost a fraction of a new figure
+            same_shape = next((k for k in reversed(self._figures) if k[:3] == key[:3]), None)
+            if same_shape is not None:
+                figure = self._figures.pop(same_shape)
+                figure.relabel(rows, cols)
+            else:
+                figure = AttentionFigure(rows, cols, d_v)
+        while len(self._figures) >= FIGURE_CACHE:
+            self._figures.pop(next(iter(self._figures)))
         self._figures[key] = figure  # most recently used last
         return key, figure
 

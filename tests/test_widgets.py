@@ -322,12 +322,30 @@ def test_a_new_long_sentence_reuses_the_figure_and_draws_what_a_fresh_one_draws(
     np.testing.assert_array_equal(view.weights, fresh.weights)
 
 
-def test_a_short_sentence_gets_its_own_figure_with_its_words():
+def test_a_short_sentence_of_the_same_length_is_relabelled_and_draws_what_a_fresh_one_draws():
+    """Other words, same count: the kept figure gets new labels and margins (issue 18)."""
     view = AttentionExplorer("journey", sentence="the cat sat")
     figure = view._figure
-    view.controls["sentence"].value = "a dog ran"
-    assert view._figure is not figure
-    assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["a", "dog", "ran"]
+    view.controls["sentence"].value = "a hippopotamus ran"
+    assert view._figure is figure
+    assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["a", "hippopotamus", "ran"]
+    assert [t.get_text() for t in view._figure.ax_bars.get_yticklabels()] == ["a", "hippopotamus", "ran"]
+    fresh = AttentionExplorer("journey", sentence="a hippopotamus ran")
+    assert bytes(view.image.value) == bytes(fresh.image.value)
+    view.controls["sentence"].value = "the cat sat down"
+    assert view._figure is not figure  # another length: another figure
+    assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["the", "cat", "sat", "down"]
+    view.controls["sentence"].value = "the cat sat"  # back: the first figure, relabelled again
+    assert view._figure is figure
+    assert bytes(view.image.value) == bytes(AttentionExplorer("journey", sentence="the cat sat").image.value)
+
+
+def test_relabel_keeps_the_shape():
+    from helpers.plots import AttentionFigure
+
+    figure = AttentionFigure(["a", "b"], ["a", "b"], 3)
+    with pytest.raises(ValueError, match="keeps the shape"):
+        figure.relabel(["a", "b", "c"], ["a", "b", "c"])
 
 
 def test_the_picture_is_described_in_text_right_after_it():
