@@ -495,7 +495,6 @@ class AttentionFigure:
         self.ax_bars.set_xlim(0, 1)
         self.ax_bars.tick_params(labelsize=8)
         self.ax_bars.set_xlabel("weight")
-        self.ax_bars.set_title("row: entropy, max", fontsize=9, y=1.0, pad=6)  # stamped by png() instead
         self.bar_values = m <= ANNOTATE_MAX
         self._write_labels()
 
@@ -515,7 +514,6 @@ class AttentionFigure:
         self._write_labels()
         self._canvas = self._background = None  # the unchanging part, rendered again
         self._pixel_cache = {}
-        self.ax_bars.title.set_text("row: entropy, max")
 
     def _write_labels(self):
         """The tokens as tick labels (literal(): drawn as typed, never parsed as TeX); too many
@@ -528,9 +526,9 @@ class AttentionFigure:
         # axis labels just outside their tick labels (inches from _boxes, over the axes' size in inches)
         size = self.figure.get_size_inches()
         inches = lambda ax: ax.get_position().size * size  # noqa: E731
-        keys_h, dims_h, rows_w = self._label_room
+        keys_h, dims_h, rows_w, plain_h = self._label_room
         for ax, room in ((self.ax_scores, keys_h), (self.ax_weights, keys_h), (self.ax_out, dims_h),
-                         (self.ax_bars, (3.5 + 3.5 + 2) / 72 + 8 / 72 * 1.2)):
+                         (self.ax_bars, plain_h)):
             ax.xaxis.set_label_coords(0.5, -room / inches(ax)[1])
         self.ax_scores.yaxis.set_label_coords(-rows_w / inches(self.ax_scores)[0], 0.5)
         self.colorbar.ax.yaxis.set_label_coords(1 + 0.36 / inches(self.colorbar.ax)[0], 0.5)
@@ -557,14 +555,14 @@ class AttentionFigure:
         cols = labels_shown(self.col_labels, ANNOTATE_MAX) or [str(j) for j in range(m)]
         bar_labels = labels_shown(self.col_labels, LABEL_MAX) or [str(j) for j in range(m)]
         longest = lambda labels: max((len(str(t)) for t in labels), default=1)  # noqa: E731
-        rotated = self._rotated() or d_v > 4
         tick, line = (3.5 + 3.5 + 2) / 72, 8 / 72 * 1.2  # a tick, its pad and a gap; an 8-point line
         # inches taken by the labels under an axis: turned by 45 degrees, a label's width and
         # its line's height each count 0.71 times
         under = lambda chars, turned: tick + ((chars * char + line) * 0.71 if turned else line)  # noqa: E731
-        self._label_room = (  # below the keys' and the dimensions' labels; left of the rows' labels
-            under(longest(cols), self._rotated()), under(2, d_v > 4), tick + longest(rows) * char)
-        tick_height = max(under(max(longest(cols), 2), rotated), self._label_room[1])
+        # below the keys' and the dimensions' labels, left of the rows' labels, below the bars' numbers
+        self._label_room = (under(longest(cols), self._rotated()), under(2, d_v > 4),
+                            tick + longest(rows) * char, under(0, False))
+        tick_height = max(self._label_room[:2])
         left = 0.06 + 0.2 + self._label_room[2]  # y label "queries", row labels, ticks
         bottom = 0.06 + 0.2 + tick_height  # x label, key labels
         top = 0.3  # titles
@@ -702,7 +700,6 @@ class AttentionFigure:
                 # (matplotlib's title pad is 6 points; half the 9-point line's height above that)
                 box = self.ax_bars.get_position().transformed(self.figure.transFigure)
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
-                self.ax_bars.title.set_text("")
                 for artist in (*images, *self.bars, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
                 canvas.draw()
