@@ -415,10 +415,11 @@ def _token_ticks(set_ticks, labels, limit):
 class AttentionFigure:
     """One reusable figure: scores, weights and outputs as heatmaps, plus one row as bars.
 
-    Built once for a shape; :meth:`update` changes only the data (images,
-    colour limits, cell values, bar lengths, the bar chart's title), and
-    :meth:`png` redraws only those on a cached picture of the rest, so an
-    update costs a fraction of building a new figure. Uses ``matplotlib.figure.Figure``
+    :meth:`update` changes only the data (images, colour limits, cell values,
+    bar lengths, the bar chart's title), and :meth:`png` redraws only those on a
+    cached picture of the rest, so an update costs a fraction of building a new
+    figure. :meth:`reshape` (and :meth:`relabel`) set the figure for other tokens
+    or another shape, at about half the cost of a new one and with the same picture. Uses ``matplotlib.figure.Figure``
     directly, never pyplot, so a notebook never shows it twice by itself;
     :meth:`png` renders it for an ``ipywidgets.Image``.
 
@@ -438,25 +439,18 @@ class AttentionFigure:
         from matplotlib.figure import Figure
         from matplotlib.patches import Rectangle
 
-        self.row_labels, self.col_labels = list(row_labels), list(col_labels)
-        n, m = len(self.row_labels), len(self.col_labels)
-        self.shape, self.d_v, self.dpi = (n, m), d_v, dpi
-        self._canvas = self._background = None
-        self._pixel_cache = {}
-        side = max(n, m)
-        # Small matrices get room for their cell values; large ones a fixed
-        # size, small enough to render and encode quickly.
-        width = min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0)
-        height = min(1.6 + 0.32 * side, 4.0)
-        self.figure = Figure(figsize=(width, height))
-        # The layout is computed here from the labels' lengths (_place), not by matplotlib's
+        self.dpi = dpi
+        self.figure = Figure()
+        # Everything that does not depend on the shape is built once, here; _set_shape()
+        # sizes and labels it (also for reshape(), so a kept figure draws what a new one draws).
+        # The layout is computed from the labels' lengths (_boxes), not by matplotlib's
         # constrained layout: that measures every text and takes most of a new figure's time.
-        axes = [self.figure.add_axes(box) for box in self._boxes()]
-        self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars = axes
-        blank = np.zeros((n, m))
+        self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars = (
+            self.figure.add_axes((0, 0, 1, 1)) for _ in range(4))
+        blank = np.zeros((1, 1))
         self.im_scores = self.ax_scores.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
         self.im_weights = self.ax_weights.imshow(blank, cmap=WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest")
-        self.im_out = self.ax_out.imshow(np.zeros((n, d_v)), cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
+        self.im_out = self.ax_out.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
         # Titles and axis labels at places computed here (_write_labels): placed automatically,
         # matplotlib measures every tick label on each draw, a third of a redraw's time.
         for ax, title in ((self.ax_scores, "scores"), (self.ax_weights, "weights"), (self.ax_out, "output (context)")):
@@ -465,15 +459,44 @@ class AttentionFigure:
         # the rows' names once, at the left of the scores; the other two heatmaps share them
         self.ax_weights.set_yticks([])
         self.ax_out.set_yticks([])
-        _token_ticks(self.ax_out.set_xticks, [str(c) for c in range(d_v)], ANNOTATE_MAX)
-        self.ax_out.tick_params(axis="x", labelrotation=45 if d_v > 4 else 0)
         self.ax_scores.set_ylabel("queries")
         self.ax_scores.set_xlabel("keys")
         self.ax_weights.set_xlabel("keys")
         self.ax_out.set_xlabel("dimension")
-        self.colorbar = self.figure.colorbar(self.im_weights, cax=self.figure.add_axes(self._colorbar_box))
+        self.colorbar = self.figure.colorbar(self.im_weights, cax=self.figure.add_axes((0, 0, 1, 1)))
         self.colorbar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
         self.colorbar.ax.tick_params(labelsize=8)
+        self.row_boxes = [
+            ax.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor="#ff7f0e", linewidth=2))
+            for ax in (self.ax_scores, self.ax_weights, self.ax_out)
+        ]
+        self.ax_bars.set_xlim(0, 1)
+        self.ax_bars.tick_params(labelsize=8)
+        self.ax_bars.set_xlabel("weight")
+        self._glyphs = _GlyphCache(dpi=dpi)
+        self._set_shape(row_labels, col_labels, d_v)
+
+    def _set_shape(self, row_labels, col_labels, d_v):
+        """Size, arrays, bars, ticks and labels for these tokens and ``d_v``; the next png() renders afresh."""
+        from matplotlib.patches import Rectangle
+
+        self.row_labels, self.col_labels = list(row_labels), list(col_labels)
+        n, m = len(self.row_labels), len(self.col_labels)
+        self.shape, self.d_v = (n, m), d_v
+        side = max(n, m)
+        # Small matrices get room for their cell values; large ones a fixed
+        # size, small enough to render and encode quickly.
+        self.figure.set_size_inches(min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0), min(1.6 + 0.32 * side, 4.0))
+        for ax, box in zip((self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars), self._boxes()):
+            ax.set_position(box)
+        self.colorbar.ax.set_position(self._colorbar_box)
+        for image, cols in ((self.im_scores, m), (self.im_weights, m), (self.im_out, d_v)):
+            image.set_data(np.zeros((n, cols)))
+            image.set_extent((-0.5, cols - 0.5, n - 0.5, -0.5))  # also the axes' limits
+        for box, cols in zip(self.row_boxes, (m, m, d_v)):
+            box.set_width(cols)
+        _token_ticks(self.ax_out.set_xticks, [str(c) for c in range(d_v)], ANNOTATE_MAX)
+        self.ax_out.tick_params(axis="x", labelrotation=45 if d_v > 4 else 0)
         # Cell values only for small matrices (as in heatmap()). They are not
         # Text artists: png() stamps cached glyph bitmaps of each string into
         # the picture, which costs microseconds instead of a millisecond a text.
@@ -485,35 +508,36 @@ class AttentionFigure:
         }
         self._stamps = []  # (axes, x, y, text, colour, centred) to stamp after drawing
         self._title = ""  # the bar chart's title, stamped too
-        self._glyphs = _GlyphCache(dpi=dpi)
-        self.row_boxes = [
-            ax.add_patch(Rectangle((-0.5, -0.5), width, 1, fill=False, edgecolor="#ff7f0e", linewidth=2))
-            for ax, width in ((self.ax_scores, m), (self.ax_weights, m), (self.ax_out, d_v))
-        ]
-        self.bars = self.ax_bars.barh(range(m), np.zeros(m), color="#1f77b4")
-        self.ax_bars.invert_yaxis()
-        self.ax_bars.set_xlim(0, 1)
-        self.ax_bars.tick_params(labelsize=8)
-        self.ax_bars.set_xlabel("weight")
+        # The bars are painted by _paint_bars, never drawn by matplotlib: plain rectangles, not
+        # added to the axes (barh() would add each, a third of a new figure's time), and the
+        # limits barh() would choose (its 5 % margins), the first key at the top.
+        self.bars = [Rectangle((0, j - 0.4), 0, 0.8, color="#1f77b4") for j in range(m)]
+        margin = 0.05 * (m - 0.2)
+        self.ax_bars.set_ylim(m - 0.6 + margin, -0.4 - margin)
         self.bar_values = m <= ANNOTATE_MAX
         self._write_labels()
+        self._canvas = self._background = None  # the unchanging part, rendered again
+        self._pixel_cache = {}
 
     def relabel(self, row_labels, col_labels):
         """Show other tokens of the same counts: new tick labels and margins, the arrays kept.
 
         Draws exactly what a new figure for these labels draws (tested), at a fraction of
-        its cost: the axes, ticks and images are kept; the next :meth:`png` renders the
-        unchanging part again once.
+        its cost: the figure, its axes and colour bar are kept; the next :meth:`png` renders
+        the unchanging part again once. Call :meth:`update` before it.
         """
         if (len(row_labels), len(col_labels)) != self.shape:
             raise ValueError(f"relabel keeps the shape {self.shape}: got {len(row_labels)} x {len(col_labels)} labels")
-        self.row_labels, self.col_labels = list(row_labels), list(col_labels)
-        for ax, box in zip((self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars), self._boxes()):
-            ax.set_position(box)
-        self.colorbar.ax.set_position(self._colorbar_box)
-        self._write_labels()
-        self._canvas = self._background = None  # the unchanging part, rendered again
-        self._pixel_cache = {}
+        self._set_shape(row_labels, col_labels, self.d_v)
+
+    def reshape(self, row_labels, col_labels, d_v):
+        """Show other tokens of any counts, and outputs of size ``d_v``: the figure, its axes
+        and colour bar kept, everything else set as a new figure sets it (same picture, tested).
+
+        About half the cost of a new figure: no figure, axes or colour bar to build.
+        Call :meth:`update` before the next :meth:`png`.
+        """
+        self._set_shape(row_labels, col_labels, d_v)
 
     def _write_labels(self):
         """The tokens as tick labels (literal(): drawn as typed, never parsed as TeX); too many

@@ -76,7 +76,6 @@ PLACEHOLDER = "\N{REPLACEMENT CHARACTER}"
 SENTENCE_D_MODEL = 8
 RANDOM_N = 8
 RANDOM_D_V = 4
-FIGURE_CACHE = 16  # figures kept: switching back to an example or a shape seen before is only an update
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -255,7 +254,7 @@ class AttentionExplorer:
             raise ValueError(f'mode must be "example" or "random": got {mode!r}')
         self.seed = seed
         self._figure = None
-        self._figures = {}  # (row labels, column labels, d_v) -> AttentionFigure, most recent last
+        self._kept, self._kept_key = None, None  # the one AttentionFigure, and what it is set for
         self._glyphs = None
         self._updating = False
         self._note = ""  # about the inputs, e.g. a cut sentence
@@ -456,27 +455,26 @@ class AttentionExplorer:
         return scores, weights, weights @ inputs["v"]  # (n, m) x (m, d_v) -> (n, d_v)
 
     def _figure_for(self, inputs):
-        """The figure for these labels and d_v: a kept one, or a new one (the oldest is dropped)."""
+        """The explorer's one figure, set for these labels and d_v.
+
+        The same labels: only the bar chart's title changes with the sentence. Other words
+        or other counts: the kept figure is reshaped (new size, ticks and margins; about half
+        the cost of a new figure, and the same picture, tested). Labels the figure does not
+        write (too many to read) are not part of it: a new long sentence of the same length
+        costs only an update.
+        """
         rows, cols, d_v = inputs["shown_rows"], inputs["shown_cols"], inputs["v"].shape[-1]
-        # Labels the figure does not write (too many to read) are not part of it: a new long
-        # sentence of the same length reuses the figure and costs only an update.
         key = (len(rows), len(cols), d_v, labels_shown(rows, LABEL_MAX),
                labels_shown(cols, ANNOTATE_MAX), labels_shown(cols, LABEL_MAX))
-        figure = self._figures.pop(key, None)
-        if figure is not None:  # the same picture; the bar chart's title names the row by this sentence's token
+        figure = self._kept
+        if figure is None:
+            figure = AttentionFigure(rows, cols, d_v)
+        elif key != self._kept_key:
+            figure.reshape(rows, cols, d_v)
+        else:  # the same picture; the bar chart's title names the row by this sentence's token
             figure.row_labels, figure.col_labels = list(rows), list(cols)
-        else:
-            # a kept figure of the same shape with other words: new labels cost a fraction of a new figure
-            same_shape = next((k for k in reversed(self._figures) if k[:3] == key[:3]), None)
-            if same_shape is not None:
-                figure = self._figures.pop(same_shape)
-                figure.relabel(rows, cols)
-            else:
-                figure = AttentionFigure(rows, cols, d_v)
-        while len(self._figures) >= FIGURE_CACHE:
-            self._figures.pop(next(iter(self._figures)))
-        self._figures[key] = figure  # most recently used last
-        return key, figure
+        self._kept, self._kept_key = figure, key
+        return figure
 
     def _on_change(self, change):
         if self._updating:
@@ -505,12 +503,12 @@ class AttentionExplorer:
         inputs = self._read_inputs() if reload else self._inputs
         scores, weights, out = self._compute(inputs)
         row = min(self.controls["row"].value, len(inputs["rows"]) - 1)
-        key, figure = self._figure_for(inputs)
+        figure = self._figure_for(inputs)
         try:
             figure.update(scores, weights, out, row=row)
             png = figure.png()
         except Exception:
-            self._figures.pop(key, None)  # built afresh next time
+            self._kept = None  # built afresh next time
             raise
         # All worked: show it.
         self._inputs, self._figure = inputs, figure

@@ -332,12 +332,37 @@ def test_a_short_sentence_of_the_same_length_is_relabelled_and_draws_what_a_fres
     assert [t.get_text() for t in view._figure.ax_bars.get_yticklabels()] == ["a", "hippopotamus", "ran"]
     fresh = AttentionExplorer("journey", sentence="a hippopotamus ran")
     assert bytes(view.image.value) == bytes(fresh.image.value)
-    view.controls["sentence"].value = "the cat sat down"
-    assert view._figure is not figure  # another length: another figure
-    assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == ["the", "cat", "sat", "down"]
-    view.controls["sentence"].value = "the cat sat"  # back: the first figure, relabelled again
+
+
+@pytest.mark.parametrize("sentences", [
+    ("the cat sat", "the cat sat down", "the cat sat"),  # one more token, and back
+    ("I am happy", " ".join(f"w{i}" for i in range(64)), "I am happy"),  # 3 -> 64 (no labels) -> 3
+    ("a " * 12, "hippopotamus", "x y z " * 8),  # 12 -> 1 -> 24 (the most labels written)
+])
+def test_another_length_reshapes_the_one_figure_and_draws_what_a_fresh_one_draws(sentences):
+    """Another count: the same figure, reshaped; every picture as a new explorer draws it (issue 18)."""
+    view = AttentionExplorer("journey", sentence=sentences[0])
+    figure = view._figure
+    for sentence in sentences[1:]:
+        view.controls["sentence"].value = sentence
+        assert view._figure is figure  # one figure per explorer, never another built
+        fresh = AttentionExplorer("journey", sentence=sentence)
+        assert view._figure.shape == fresh._figure.shape
+        assert bytes(view.image.value) == bytes(fresh.image.value)
+        assert [t.get_text() for t in view._figure.ax_scores.get_yticklabels()] == \
+               [t.get_text() for t in fresh._figure.ax_scores.get_yticklabels()]
+
+
+def test_switching_examples_and_modes_reshapes_and_draws_what_a_fresh_one_draws():
+    view = AttentionExplorer("journey")
+    figure = view._figure
+    for name in [*examples.list_examples(), "cat_sat"]:
+        view.controls["example"].value = name
+        assert view._figure is figure
+        assert bytes(view.image.value) == bytes(AttentionExplorer(name).image.value), name
+    view.controls["mode"].value = "random"
     assert view._figure is figure
-    assert bytes(view.image.value) == bytes(AttentionExplorer("journey", sentence="the cat sat").image.value)
+    assert bytes(view.image.value) == bytes(AttentionExplorer("cat_sat", mode="random").image.value)
 
 
 def test_relabel_keeps_the_shape():
