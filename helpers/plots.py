@@ -726,7 +726,15 @@ class AttentionFigure:
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
                 for artist in (*images, *self.bars, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
-                canvas.draw()
+                # matplotlib before 3.11 draws animated images all the same: hidden, so the kept
+                # picture never holds one (its edge pixels would keep the first arrays' colours)
+                for image in images:
+                    image.set_visible(False)
+                try:
+                    canvas.draw()
+                finally:
+                    for image in images:
+                        image.set_visible(True)
             self._background = canvas.copy_from_bbox(self.figure.bbox)
             self._canvas = canvas
         self._canvas.restore_region(self._background)
