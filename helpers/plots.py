@@ -394,6 +394,7 @@ class _GlyphCache:
 
 
 LABEL_MAX = 24  # tokens written beside the rows of the explorer's figure, at most
+STATICS_KEPT = 16  # rendered unchanging parts an AttentionFigure keeps, one per shape and labels
 
 
 def labels_shown(labels, limit):
@@ -474,6 +475,7 @@ class AttentionFigure:
         self.ax_bars.tick_params(labelsize=8)
         self.ax_bars.set_xlabel("weight")
         self._glyphs = _GlyphCache(dpi=dpi)
+        self._statics = {}  # _static_key -> rendered picture of everything png() does not redraw
         self._set_shape(row_labels, col_labels, d_v)
 
     def _set_shape(self, row_labels, col_labels, d_v):
@@ -516,7 +518,10 @@ class AttentionFigure:
         self.ax_bars.set_ylim(m - 0.6 + margin, -0.4 - margin)
         self.bar_values = m <= ANNOTATE_MAX
         self._write_labels()
-        self._canvas = self._background = None  # the unchanging part, rendered again
+        # what the unchanging part depends on: a shape and labels drawn before reuse its picture
+        self._static_key = (n, m, d_v, labels_shown(self.row_labels, LABEL_MAX),
+                            labels_shown(self.col_labels, ANNOTATE_MAX), labels_shown(self.col_labels, LABEL_MAX))
+        self._canvas = self._background = None  # the unchanging part, rendered again (or taken from _statics)
         self._pixel_cache = {}
 
     def relabel(self, row_labels, col_labels):
@@ -702,10 +707,11 @@ class AttentionFigure:
     def png(self):
         """The figure as PNG bytes.
 
-        The first call computes the layout, freezes it and keeps a picture of
-        everything that never changes (axes, ticks, labels, colour bar); later
-        calls paste that picture and draw only the changing artists on it
-        (blitting), then write the PNG with fast compression.
+        The first call for a shape and its labels renders a picture of everything
+        that never changes (axes, ticks, labels, colour bar) and keeps it (for up to
+        ``STATICS_KEPT`` shapes and labels, so going back to one costs no render);
+        every call pastes that picture and draws only the changing artists on it
+        (blitting), then writes the PNG with fast compression.
         """
         import io
 
@@ -726,16 +732,26 @@ class AttentionFigure:
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
                 for artist in (*images, *self.bars, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
-                # matplotlib before 3.11 draws animated images all the same: hidden, so the kept
-                # picture never holds one (its edge pixels would keep the first arrays' colours)
-                for image in images:
-                    image.set_visible(False)
-                try:
-                    canvas.draw()
-                finally:
+                background = self._statics.pop(self._static_key, None)
+                if background is None:
+                    # matplotlib before 3.11 draws animated images all the same: hidden, so the kept
+                    # picture never holds one (its edge pixels would keep the first arrays' colours)
                     for image in images:
-                        image.set_visible(True)
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
+                        image.set_visible(False)
+                    try:
+                        canvas.draw()
+                    finally:
+                        for image in images:
+                            image.set_visible(True)
+                    background = canvas.copy_from_bbox(self.figure.bbox)
+                else:  # drawn before for this shape and these labels; _boxes() gives square cells
+                    # already, and the heatmaps' aspect is applied as draw() would apply it
+                    for ax in (self.ax_scores, self.ax_weights, self.ax_out):
+                        ax.apply_aspect()
+                while len(self._statics) >= STATICS_KEPT:
+                    self._statics.pop(next(iter(self._statics)))
+                self._statics[self._static_key] = background  # most recently used last
+            self._background = background
             self._canvas = canvas
         self._canvas.restore_region(self._background)
         pixels = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4), a view

@@ -387,6 +387,22 @@ def test_switching_examples_and_modes_reshapes_and_draws_what_a_fresh_one_draws(
     assert_draws_like(view, AttentionExplorer("cat_sat", mode="random"))
 
 
+def test_a_shape_drawn_before_reuses_its_picture_of_the_unchanging_part(monkeypatch):
+    """Back to an example seen before: no render of axes and ticks, and the same picture (issue 18)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    view = AttentionExplorer("cat_sat")
+    view.controls["example"].value = "journey"
+    renders, real_draw = [], FigureCanvasAgg.draw
+    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda canvas: (renders.append(canvas.figure), real_draw(canvas))[1])
+    view.controls["example"].value = "cat_sat"
+    view.controls["example"].value = "journey"
+    assert renders == []
+    assert_draws_like(view, AttentionExplorer("journey"))
+    view.controls["example"].value = "i_am_happy"  # never drawn by this explorer: rendered once
+    assert sum(figure is view._figure.figure for figure in renders) == 1
+
+
 def test_relabel_keeps_the_shape():
     from helpers.plots import AttentionFigure
 
