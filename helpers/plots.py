@@ -475,7 +475,7 @@ class AttentionFigure:
         self.ax_bars.tick_params(labelsize=8)
         self.ax_bars.set_xlabel("weight")
         self._glyphs = _GlyphCache(dpi=dpi)
-        self._statics = {}  # _static_key -> rendered picture of everything png() does not redraw
+        self._statics = {}  # picture_key -> rendered picture of everything png() does not redraw
         self._set_shape(row_labels, col_labels, d_v)
 
     def _set_shape(self, row_labels, col_labels, d_v):
@@ -518,11 +518,18 @@ class AttentionFigure:
         self.ax_bars.set_ylim(m - 0.6 + margin, -0.4 - margin)
         self.bar_values = m <= ANNOTATE_MAX
         self._write_labels()
-        # what the unchanging part depends on: a shape and labels drawn before reuse its picture
-        self._static_key = (n, m, d_v, labels_shown(self.row_labels, LABEL_MAX),
-                            labels_shown(self.col_labels, ANNOTATE_MAX), labels_shown(self.col_labels, LABEL_MAX))
+        self.picture_key = self.key_for(self.row_labels, self.col_labels, d_v)
         self._canvas = self._background = None  # the unchanging part, rendered again (or taken from _statics)
         self._pixel_cache = {}
+
+    @staticmethod
+    def key_for(row_labels, col_labels, d_v):
+        """What the unchanging part of the picture depends on: the shape and the labels written.
+
+        Labels too many to write (positions are shown instead) are not part of it.
+        """
+        return (len(row_labels), len(col_labels), d_v, labels_shown(row_labels, LABEL_MAX),
+                labels_shown(col_labels, ANNOTATE_MAX), labels_shown(col_labels, LABEL_MAX))
 
     def relabel(self, row_labels, col_labels):
         """Show other tokens of the same counts: new tick labels and margins, the arrays kept.
@@ -732,7 +739,7 @@ class AttentionFigure:
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
                 for artist in (*images, *self.bars, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
-                background = self._statics.pop(self._static_key, None)
+                background = self._statics.pop(self.picture_key, None)
                 if background is None:
                     # matplotlib before 3.11 draws animated images all the same: hidden, so the kept
                     # picture never holds one (its edge pixels would keep the first arrays' colours)
@@ -750,7 +757,7 @@ class AttentionFigure:
                         ax.apply_aspect()
                 while len(self._statics) >= STATICS_KEPT:
                     self._statics.pop(next(iter(self._statics)))
-                self._statics[self._static_key] = background  # most recently used last
+                self._statics[self.picture_key] = background  # most recently used last
             self._background = background
             self._canvas = canvas
         self._canvas.restore_region(self._background)

@@ -63,7 +63,7 @@ import numpy as np
 from . import figures as _figures
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
-from .plots import ANNOTATE_MAX, LABEL_MAX, AttentionFigure, _GlyphCache, labels_shown
+from .plots import AttentionFigure, _GlyphCache
 
 __all__ = ["AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
 
@@ -254,7 +254,7 @@ class AttentionExplorer:
             raise ValueError(f'mode must be "example" or "random": got {mode!r}')
         self.seed = seed
         self._figure = None
-        self._kept, self._kept_key = None, None  # the one AttentionFigure, and what it is set for
+        self._kept = None  # the one AttentionFigure, reshaped for each input
         self._glyphs = None
         self._updating = False
         self._note = ""  # about the inputs, e.g. a cut sentence
@@ -464,16 +464,14 @@ class AttentionExplorer:
         costs only an update.
         """
         rows, cols, d_v = inputs["shown_rows"], inputs["shown_cols"], inputs["v"].shape[-1]
-        key = (len(rows), len(cols), d_v, labels_shown(rows, LABEL_MAX),
-               labels_shown(cols, ANNOTATE_MAX), labels_shown(cols, LABEL_MAX))
         figure = self._kept
         if figure is None:
             figure = AttentionFigure(rows, cols, d_v)
-        elif key != self._kept_key:
+        elif AttentionFigure.key_for(rows, cols, d_v) != figure.picture_key:
             figure.reshape(rows, cols, d_v)
         else:  # the same picture; the bar chart's title names the row by this sentence's token
             figure.row_labels, figure.col_labels = list(rows), list(cols)
-        self._kept, self._kept_key = figure, key
+        self._kept = figure
         return figure
 
     def _on_change(self, change):
