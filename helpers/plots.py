@@ -737,7 +737,7 @@ class AttentionFigure:
                 # (matplotlib's title pad is 6 points; half the 9-point line's height above that)
                 box = self.ax_bars.get_position().transformed(self.figure.transFigure)
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
-                for artist in (*images, *self.bars, *dynamic):
+                for artist in (*images, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
                 background = self._statics.pop(self.picture_key, None)
                 if background is None:
