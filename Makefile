@@ -36,7 +36,7 @@ help:
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
 	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
-	@echo "make present    open the live-lecture walkthrough in JupyterLab with RISE (slides, live kernel)"
+	@echo "make present    JupyterLab with RISE on the index; PRESENT=notebooks/07-explorer.ipynb opens that deck live"
 	@echo "make clean      remove .venv and build output"
 
 setup: $(STAMP)
@@ -64,8 +64,16 @@ $(VENDOR): web/packages.json tools/web_assets.py | $(BIN)/python
 # Jupyter refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
+# The repository root is the server's root, so the file browser shows exercises/ and docs/
+# and the index's links to them open (a notebook's path alone would make its folder the
+# root); the index opens first. JUPYTER_ARGS adds options, e.g. JUPYTER_ARGS=--no-browser.
+# tests/test_browser.py starts the lab from this very command line (`make -n lab`).
+INDEX := notebooks/00-index.ipynb
+SERVE_ROOT := --ServerApp.root_dir="$(CURDIR)"
+JUPYTER_ARGS ?=
+
 lab: $(VENV)/.installed-lab
-	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00-index.ipynb
+	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) --LabApp.default_url=/lab/tree/$(INDEX) $(JUPYTER_ARGS)
 
 # The RISE test runs in a pytest process of its own: inside the whole suite its
 # presenter has failed to render the explorer's widgets (three runs of three),
@@ -127,7 +135,10 @@ nbgrader: $(VENV)/.installed-publish
 # older ipywidgets front ends load in it (tools/rise/constraints.txt says why). The
 # shortcut overrides give the arrow keys to a focused slider instead of the notebook's
 # cell navigation (the presenter handles keys before the widgets do).
-PRESENT ?= notebooks/07-explorer.ipynb
+# Without PRESENT: JupyterLab on the index, each notebook with RISE's slideshow button.
+# With PRESENT=notebooks/NN-x.ipynb: that notebook opened straight in the presenter.
+PRESENT ?=
+PRESENT_URL = $(if $(PRESENT),/rise/$(PRESENT),/lab/tree/$(INDEX))
 
 present-venv: $(PRESENT_STAMP)
 
@@ -140,7 +151,7 @@ $(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides
 	touch $(PRESENT_STAMP)
 
 present: $(PRESENT_STAMP)
-	$(THREADS) $(PRESENT_VENV)/bin/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/rise/$(PRESENT)
+	$(THREADS) $(PRESENT_VENV)/bin/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) --LabApp.default_url=$(PRESENT_URL) $(JUPYTER_ARGS)
 
 clean:
 	rm -rf $(VENV) $(GRADE_VENV) $(PRESENT_VENV) build test-artifacts *.egg-info

@@ -1,0 +1,220 @@
+"""`make lab` as a newcomer runs it: the repository root is served, the index opens, every index link opens its target.
+
+The server is started from the very command line that `make lab` runs (``make -n lab``
+prints it; the test adds only a port, a token and ``--no-browser`` through the Makefile's
+``JUPYTER_ARGS``), in the repository itself, so a change to the Makefile that serves
+another folder, or opens another page, fails here. Headless Chromium then opens the
+server's front page, checks that it lands on ``notebooks/00-index.ipynb``, and clicks
+each local link of the index in turn: a notebook (with or without a ``#heading``) or a
+Markdown file must open in a tab of its own name, and a folder must open in the file
+browser. No link may answer 404 or raise JupyterLab's "File Load Error" dialog.
+
+The repository's notebooks are opened, never saved: autosave is off in the test's
+settings (tests/browser_support.py), and each notebook's kernel is shut down when its
+tab is closed. Skipped, with the way to enable it, when Chromium or Playwright is missing.
+"""
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, JupyterLab, chromium_path, unavailable
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+INDEX = "notebooks/00-index.ipynb"
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+TIMEOUT_MS = 90_000
+
+CURRENT_TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
+INDEX_LINKS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown a"
+
+
+def make_lab_command(extra):
+    """The shell line `make lab` runs, with ``extra`` passed as its JUPYTER_ARGS."""
+    out = subprocess.run(["make", "-s", "-n", "lab", f"JUPYTER_ARGS={extra}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    lines = [line for line in out.splitlines() if re.search(r"\bjupyter lab\b", line)]
+    assert len(lines) == 1, f"`make -n lab` should run one `jupyter lab` line; it prints:\n{out}"
+    return lines[0]
+
+
+class MakeLab(JupyterLab):
+    """The JupyterLab that `make lab` starts, on a test port and token, started from the repository root."""
+
+    def __init__(self, home):
+        super().__init__(ROOT, home)
+
+    def environment(self):
+        env = super().environment()
+        # Closing a notebook's tab also shuts its kernel down: the test opens every notebook.
+        tracker = Path(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab/notebook-extension/tracker.jupyterlab-settings")
+        settings = json.loads(tracker.read_text())
+        settings["kernelShutdown"] = True
+        tracker.write_text(json.dumps(settings, indent=2))
+        return env
+
+    def command(self):
+        extra = " ".join([
+            "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ])
+        return ["sh", "-c", make_lab_command(extra)]
+
+
+def test_make_lab_serves_the_repository_root():
+    """Without a browser: the command line names the repository as the root and the index as the first page."""
+    line = make_lab_command("")
+    args = shlex.split(line)
+    roots = [a.split("=", 1)[1] for a in args if a.startswith("--ServerApp.root_dir=")]
+    assert roots and Path(roots[-1]).resolve() == ROOT, f"`make lab` does not serve the repository root: {line}"
+    assert f"--LabApp.default_url=/lab/tree/{INDEX}" in args, f"`make lab` does not open the index: {line}"
+    # A positional notebook path would make its own folder the root (Jupyter Server's file_to_run).
+    assert not [a for a in args if a.endswith(".ipynb") and not a.startswith("--")], line
+
+
+@pytest.fixture(scope="module")
+def lab_page(tmp_path_factory):
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    from playwright import sync_api
+
+    server = MakeLab(tmp_path_factory.mktemp("make-lab-home"))
+    try:
+        server.start(timeout=120)
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(TIMEOUT_MS)
+                page.failed = []
+                page.on("response", lambda r: r.status == 404 and page.failed.append(r.url))
+                page.server = server
+                yield page
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(server.log_path, ARTIFACTS / "jupyter-server-make-lab.log")
+
+
+def _current_tab(page):
+    return page.locator(CURRENT_TAB).first.inner_text().strip()
+
+
+def _local_target(href, base_url):
+    """The repository path an index link points to (``docs/glossary.md``), and its #fragment; None if not local."""
+    url = urlparse(href)
+    if not href.startswith(base_url) or not url.path.startswith("/files/"):
+        return None
+    return unquote(url.path[len("/files/"):]).rstrip("/"), unquote(url.fragment)
+
+
+def test_make_lab_opens_the_index_and_every_index_link_opens_its_target(lab_page):
+    page = lab_page
+    server = page.server
+    listing = {item["name"] for item in server.api("GET", "/api/contents/")["content"]}
+    assert {"notebooks", "exercises", "docs", "README.md"} <= listing, f"the server's root is not the repository: {listing}"
+
+    page.goto(server.url("/"))
+    page.wait_for_selector(INDEX_LINKS, state="attached")
+    assert urlparse(page.url).path == f"/lab/tree/{INDEX}", f"the front page is {page.url}, not the index"
+    assert _current_tab(page) == Path(INDEX).name
+
+    hrefs = page.evaluate(f"() => [...document.querySelectorAll({json.dumps(INDEX_LINKS)})].map(a => a.href)")
+    targets = []
+    for i, href in enumerate(hrefs):
+        target = _local_target(href, server.base_url)
+        if target and target not in [t for _, t in targets]:
+            targets.append((i, target))
+    # Every kind of link the index has: notebooks, a heading in a notebook, docs/ and the exercises.
+    paths = [path for _, (path, _) in targets]
+    assert any(p.startswith("docs/") for p in paths) and any(p.startswith("exercises") for p in paths), paths
+    assert any(fragment for _, (_, fragment) in targets), paths
+    assert len({p for p in paths if p.startswith("notebooks/")}) >= 16, paths
+
+    opened = []
+    try:
+        _follow(page, targets, opened)
+    except Exception as error:
+        error.add_note(f"links opened before the failure: {opened}")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "make-lab-links-failure.png"))
+        raise
+    assert len(opened) == len(targets)
+
+
+def _follow(page, targets, opened):
+    for i, (path, fragment) in targets:
+        page.failed.clear()
+        link = page.locator(INDEX_LINKS).nth(i)
+        link.scroll_into_view_if_needed()
+        link.click()
+        target = ROOT / path
+        assert target.exists(), f"the index links to {path}, which is not in the repository"
+        if target.is_dir():
+            crumbs = "#filebrowser .jp-BreadCrumbs"
+            page.wait_for_function(
+                "([sel, name]) => (document.querySelector(sel)?.innerText || '').includes(name)",
+                arg=[crumbs, target.name])
+            listed = page.locator("#filebrowser .jp-DirListing-itemText").all_inner_texts()
+            expected = {p.name for p in target.iterdir() if not p.name.startswith(".")}
+            assert expected <= {t.strip() for t in listed}, f"{path}: the file browser shows {listed}"
+        else:
+            page.wait_for_function(
+                "([sel, name]) => document.querySelector(sel)?.innerText.trim() === name",
+                arg=[CURRENT_TAB, target.name])
+            if target.suffix == ".ipynb":
+                page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", state="attached")
+            if fragment:
+                # The anchor names a heading of that notebook. (JupyterLab 4 keeps a heading's anchor in
+                # data-jupyter-id, its sanitizer drops id; whether it scrolls there is JupyterLab's business.)
+                page.wait_for_function(
+                    "(id) => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) [data-jupyter-id]')]"
+                    ".some(e => e.dataset.jupyterId === id)", arg=fragment)
+        assert not page.locator(".jp-Dialog").count(), f"{path}: a dialog opened: {page.locator('.jp-Dialog').first.inner_text()}"
+        assert not page.failed, f"{path}: the server answered 404 for {page.failed}"
+        opened.append(path)
+        if not target.is_dir():
+            page.locator(f"{CURRENT_TAB} .lm-TabBar-tabCloseIcon").click()
+            # A notebook that JupyterLab marks as changed on opening (nbformat's normalisation of some
+            # outputs) asks before closing: never save the repository's file.
+            page.wait_for_function(
+                "([sel, name]) => document.querySelector('.jp-Dialog')"
+                " || document.querySelector(sel)?.innerText.trim() === name", arg=[CURRENT_TAB, Path(INDEX).name])
+            if page.locator(".jp-Dialog").count():
+                page.locator(".jp-Dialog button", has_text="Discard").click()
+                page.wait_for_function("([sel, name]) => document.querySelector(sel)?.innerText.trim() === name",
+                                       arg=[CURRENT_TAB, Path(INDEX).name])
+
+
+def _make_n(target, *variables):
+    out = subprocess.run(["make", "-s", "-n", target, *variables], cwd=ROOT,
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    lines = [line for line in out.splitlines() if re.search(r"\bjupyter lab\b", line)]
+    assert len(lines) == 1, out
+    return shlex.split(lines[0])
+
+
+def test_make_present_serves_the_repository_root():
+    """`make present` opens the index (each notebook has RISE's button); PRESENT=... opens that deck live."""
+    for variables, url in [((), f"/lab/tree/{INDEX}"),
+                           (("PRESENT=notebooks/07-explorer.ipynb",), "/rise/notebooks/07-explorer.ipynb")]:
+        args = _make_n("present", *variables)
+        roots = [a.split("=", 1)[1] for a in args if a.startswith("--ServerApp.root_dir=")]
+        assert roots and Path(roots[-1]).resolve() == ROOT, f"`make present` does not serve the repository root: {args}"
+        assert f"--LabApp.default_url={url}" in args, args
