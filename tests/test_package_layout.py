@@ -58,7 +58,8 @@ PACKAGES = {
 
 def _submodules(package):
     """Every module of ``package`` (imported), private ones included."""
-    return [importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)]
+    names = [info.name for info in pkgutil.iter_modules(package.__path__)]
+    return [importlib.import_module(f"{package.__name__}.{name}") for name in names]
 
 
 def _all_names():

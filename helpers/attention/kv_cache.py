@@ -114,7 +114,8 @@ class KVCache:
         if self.keys is None:
             self.keys, self.values = np.array(k), np.array(v)
             return
-        if k.shape[:-2] != self.keys.shape[:-2] or k.shape[-1] != self.keys.shape[-1] or v.shape[-1] != self.values.shape[-1]:
+        if (k.shape[:-2] != self.keys.shape[:-2] or k.shape[-1] != self.keys.shape[-1]
+                or v.shape[-1] != self.values.shape[-1]):
             raise ValueError(
                 f"new keys/values must match the cache's (..., t, d_k) = {self.keys.shape} and "
                 f"(..., t, d_v) = {self.values.shape} except in t: got k.shape={k.shape}, v.shape={v.shape}"

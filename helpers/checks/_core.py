@@ -10,7 +10,6 @@ import functools
 import html
 import math
 import numbers
-import re
 import warnings
 from dataclasses import dataclass
 

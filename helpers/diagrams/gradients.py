@@ -285,7 +285,7 @@ def backward_graph(n, m, d_k, d_v):
         ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=13,
                                      color=BACKWARD_COLOUR, linewidth=1.5, linestyle="--",
                                      gid=f"backward:{b}:{a}"))
-        (x0, y0), (x1, y1) = start, end
+        (x0, y0), (x1, _) = start, end
         if centre[a][1] == centre[b][1]:
             if label:
                 ax.text((x0 + x1) / 2, y0 + 0.08, label, ha="center", va="bottom", fontsize=8.5,

@@ -143,7 +143,8 @@ def mask_and_weights(scores, masks, query_tokens, key_tokens=None):
         try:
             mask = np.broadcast_to(mask, (n, m))
         except ValueError:
-            raise ValueError(f"mask {title!r} of shape {mask.shape} does not broadcast to the scores {(n, m)}") from None
+            raise ValueError(
+                f"mask {title!r} of shape {mask.shape} does not broadcast to the scores {(n, m)}") from None
         allowed.append(mask)
         weights.append(softmax(np.where(mask, scores, -np.inf), axis=-1))
     rows = len(allowed)
@@ -205,7 +206,8 @@ def cross_attention(weights, target_tokens, source_tokens, *, title=None):
     figures.describe(fig, (
         f"Cross-attention as a head view: {n} target tokens of the decoder "
         f"({figures.token_list(target_tokens)}) on the left ask {m} source tokens of the encoder "
-        f"({figures.token_list(source_tokens)}) on the right; each line is as thick as its weight; the strongest line of each target token: {reads}."))
+        f"({figures.token_list(source_tokens)}) on the right; each line is as thick as its weight; "
+        f"the strongest line of each target token: {reads}."))
     return fig
 
 
