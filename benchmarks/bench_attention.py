@@ -34,23 +34,12 @@ median per call.
 
 from __future__ import annotations
 
-import os
-
-# Thread pools read these variables once, when the library is loaded, so they
-# are set here, before the imports below bring in NumPy (and, in the torch
-# worker, PyTorch): to every usable core, not to 1 as `make test` does. The
-# script then chooses the thread count of each measurement itself, with
-# threadpoolctl (and torch.set_num_threads), and nothing inherited from the
-# environment interferes.
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = str(_CORES)
-
 import argparse
 import ctypes
 import importlib.util
 import json
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -62,10 +51,21 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-from threadpoolctl import ThreadpoolController, threadpool_info
+# Thread pools read these variables once, when the library is loaded, so they
+# are set here, before the imports below bring in NumPy (and, in the torch
+# worker, PyTorch): to every usable core, not to 1 as `make test` does. The
+# script then chooses the thread count of each measurement itself, with
+# threadpoolctl (and torch.set_num_threads), and nothing inherited from the
+# environment interferes. Hence the three late imports (noqa: E402): NumPy must
+# not be loaded before this.
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = str(_CORES)
 
-from helpers.attention import (
+import numpy as np  # noqa: E402
+from threadpoolctl import ThreadpoolController, threadpool_info  # noqa: E402
+
+from helpers.attention import (  # noqa: E402
     attention_flops,
     scaled_dot_product_attention,
     scaled_dot_product_attention_loop,

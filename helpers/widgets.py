@@ -65,7 +65,9 @@ from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
 from .plots import AttentionFigure, _GlyphCache
 
-__all__ = ["AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible"]
+__all__ = [
+    "AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible",
+]
 
 CUSTOM = "(your sentence)"
 EMPTY = "(empty)"
@@ -406,7 +408,8 @@ class AttentionExplorer:
         i = int(np.argmax(r["max_weight"]))
         return (f"Attention explorer: heatmaps of the scores, the weights and the outputs for {n} queries × "
                 f"{m} keys ({_figures.token_list(cols)}), and the weights of query row {c['row'].value} as bars; "
-                f"temperature {c['temperature'].value:.2f}, {'scores ' + self.divisor_text if c['scaled'].value else 'unscaled scores'}"
+                f"temperature {c['temperature'].value:.2f}, "
+                f"{'scores ' + self.divisor_text if c['scaled'].value else 'unscaled scores'}"
                 f"{', causal mask' if c['causal'].value else ''}; mean entropy {r['entropy'].mean():.3f} nats; "
                 f"largest weight {r['max_weight'][i]:.2f}, {rows[i]} to {cols[int(r['argmax'][i])]}.")
 

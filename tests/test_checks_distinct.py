@@ -11,7 +11,6 @@ students' functions, right and wrong, in tests/test_checks_functions.py.
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest

@@ -3,8 +3,9 @@
 tools/navigation.py writes both, into the numbered notebooks and the exercise
 notebooks (solution versions); tools/make_student_notebooks.py carries them into
 the student versions, with the link pointing at the student version itself.
-test_notebooks and test_exercises check that they are up to date. Here: what they say, and what the set-up cell does on Colab and elsewhere
-(run with a fake ``google.colab`` module and a recorded ``subprocess.run``).
+test_notebooks and test_exercises check that they are up to date. Here: what they say, and what the
+set-up cell does on Colab and elsewhere (run with a fake ``google.colab`` module and a recorded
+``subprocess.run``).
 """
 
 import importlib.util
@@ -124,7 +125,8 @@ def _run_install_cell(monkeypatch, capsys, *, on_colab, helpers_installed):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec",
-        lambda name, *a: (real_find_spec(name, *a) if helpers_installed else None) if name == "helpers" else real_find_spec(name, *a),
+        lambda name, *a: ((real_find_spec(name, *a) if helpers_installed else None) if name == "helpers"
+                          else real_find_spec(name, *a)),
     )
     exec(compile(navigation.INSTALL_SOURCE, "colab-install", "exec"), {})
     assert capsys.readouterr() == ("", ""), "the set-up cell must print nothing"
@@ -139,7 +141,8 @@ def test_the_set_up_cell_installs_the_repository_on_colab_when_helpers_is_missin
 
 
 @pytest.mark.parametrize("on_colab, helpers_installed", [(False, False), (False, True), (True, True)])
-def test_the_set_up_cell_does_nothing_elsewhere_or_when_helpers_is_there(monkeypatch, capsys, on_colab, helpers_installed):
+def test_the_set_up_cell_does_nothing_elsewhere_or_when_helpers_is_there(
+        monkeypatch, capsys, on_colab, helpers_installed):
     assert _run_install_cell(monkeypatch, capsys, on_colab=on_colab, helpers_installed=helpers_installed) == []
 
 
@@ -150,7 +153,8 @@ def test_inserting_the_set_up_cell_keeps_one_top_to_bottom_run(tmp_path):
     nb = new_notebook(cells=[
         new_markdown_cell("# Title"),
         new_code_cell("x = 1", execution_count=1),
-        new_code_cell("x", execution_count=2, outputs=[new_output("execute_result", {"text/plain": "1"}, execution_count=2)]),
+        new_code_cell("x", execution_count=2,
+                      outputs=[new_output("execute_result", {"text/plain": "1"}, execution_count=2)]),
     ])
     navigation._set_install_cell(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]

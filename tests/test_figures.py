@@ -172,7 +172,8 @@ def _text_contrasts(fig):
     lambda: diagrams.pipeline(WEIGHTS, WEIGHTS, WEIGHTS, TOKENS),
     lambda: diagrams.head_view(WEIGHTS, TOKENS, highlight=1),
     lambda: diagrams.soft_lookup("q", ["a", "b", "c"], [1.0, 2.0, 3.0], [0.7, 0.3, 0.0], hard_index=0),
-    lambda: diagrams.vectors_2d(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), TOKENS, query=2, weights=[0.2, 0.3, 0.5]),
+    lambda: diagrams.vectors_2d(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), TOKENS, query=2,
+                                weights=[0.2, 0.3, 0.5]),
 ], ids=["pipeline", "head_view", "soft_lookup", "vectors_2d"])
 def test_diagram_labels_reach_aa_contrast(draw):
     low = [(t, round(r, 2)) for t, r in _text_contrasts(draw()) if r < 4.5]

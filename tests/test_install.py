@@ -79,7 +79,8 @@ def test_building_the_wheel_warns_about_nothing(wheel):
 
 
 def _venv_packages(python: Path) -> set[str]:
-    out = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True)
+    out = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"],
+                         capture_output=True, text=True, check=True)
     return {line.split("==")[0].lower() for line in out.stdout.splitlines() if "==" in line}
 
 

@@ -27,7 +27,8 @@ def test_every_number_in_the_prose_is_computed_or_sourced(path):
 
 def _notebook(tmp_path, markdown, output="", code="x = 1", name="nb.ipynb"):
     cells = [
-        {"cell_type": "markdown", "metadata": {}, "source": text} for text in ([markdown] if isinstance(markdown, str) else markdown)
+        {"cell_type": "markdown", "metadata": {}, "source": text}
+        for text in ([markdown] if isinstance(markdown, str) else markdown)
     ]
     cells.append({
         "cell_type": "code", "metadata": {}, "execution_count": 1, "source": code,
@@ -78,7 +79,8 @@ def test_what_is_not_checked(tmp_path):
     path = _notebook(
         tmp_path,
         [
-            "## 12. A heading with 345\n\nTwo heads, shape (3, 4), in 2017, notebook 11, [11](11-x.ipynb), float16, W_2, $x^{64}$.",
+            "## 12. A heading with 345\n\n"
+            "Two heads, shape (3, 4), in 2017, notebook 11, [11](11-x.ipynb), float16, W_2, $x^{64}$.",
             "## Appendix: the document, figure by figure\n\nThe document prints 107.4.",
         ],
     )

@@ -98,7 +98,8 @@ def test_rise_runs_the_explorer_slide_on_a_live_kernel_offline(rise_page):
     assert "live lecture" in _present_slide(page).lower()
     page.wait_for_timeout(2000)  # the kernel connects after the deck is drawn
     page.keyboard.press("ArrowRight")  # to the explorer slide
-    page.wait_for_function("() => /The explorer/i.test(document.querySelector('.reveal .slides section.present')?.innerText || '')")
+    page.wait_for_function(
+        "() => /The explorer/i.test(document.querySelector('.reveal .slides section.present')?.innerText || '')")
     page.locator(".jp-CodeCell .cm-content").first.click()
     page.keyboard.press("Shift+Enter")  # run the cell on the slide
     # The live kernel answered: the cell has an execution count and an output.

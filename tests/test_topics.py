@@ -257,7 +257,7 @@ def test_bfloat16_weights_are_coarse():
 
 def test_naive_sums_lose_mass_that_float32_keeps():
     # 4096 keys with equal scores: each weight 2^-12; the out = mean of v = 1
-    q = np.zeros((1, 4)); k = np.zeros((4096, 4)); v = np.ones((4096, 1))
+    q, k, v = np.zeros((1, 4)), np.zeros((4096, 4)), np.ones((4096, 1))
     naive = low_precision_attention(q, k, v, dtype="bfloat16", accumulate=None)
     good = low_precision_attention(q, k, v, dtype="bfloat16")
     assert good[0][0, 0] == 1.0
@@ -343,13 +343,13 @@ def test_nadaraya_watson_equals_softmax_attention_and_loop():
 
 
 def test_nadaraya_watson_limits_and_multidim():
-    x = np.array([0.0, 1.0, 2.0]); y = np.array([1.0, 5.0, 3.0])
+    x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 5.0, 3.0])
     near, _ = nadaraya_watson(x, x, y, 1e-3)  # tiny bandwidth copies the nearest
     np.testing.assert_allclose(near, y, atol=1e-12)
     far, _ = nadaraya_watson(x, x, y, 1e3)  # huge bandwidth: the mean
     np.testing.assert_allclose(far, y.mean(), atol=1e-5)
     rng = np.random.default_rng(9)
-    xt = rng.standard_normal((12, 2)); yt = rng.standard_normal((12, 3)); xq = rng.standard_normal((5, 2))
+    xt, yt, xq = rng.standard_normal((12, 2)), rng.standard_normal((12, 3)), rng.standard_normal((5, 2))
     y_hat, w = nadaraya_watson(xq, xt, yt, 0.7)
     assert y_hat.shape == (5, 3) and w.shape == (5, 12)
     np.testing.assert_allclose(y_hat, nadaraya_watson_loop(xq, xt, yt, 0.7)[0], atol=1e-12)

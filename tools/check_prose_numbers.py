@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from dataclasses import dataclass
@@ -127,7 +126,8 @@ def _value(match):
     value = float(raw)
     exponent = match.group("exponent")
     if exponent:
-        digits = re.findall(r"[-−]?\d+", exponent.replace("10", "", 1) if "10" in exponent and not exponent.lstrip().lower().startswith("e") else exponent)
+        times_ten = "10" in exponent and not exponent.lstrip().lower().startswith("e")
+        digits = re.findall(r"[-−]?\d+", exponent.replace("10", "", 1) if times_ten else exponent)
         power = int(digits[-1].replace("−", "-")) if digits else 0
         value *= 10.0 ** power
     return value

@@ -121,7 +121,8 @@ def run(pytest_args: list[str]) -> int:
     steps = [
         [python, "-m", "venv", str(venv)],
         [str(bin_python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
-        [str(bin_python), "-m", "pip", "install", "--quiet", "-c", str(BUILD / "constraints.txt"), "-e", ".[test,bench]"],
+        [str(bin_python), "-m", "pip", "install", "--quiet", "-c", str(BUILD / "constraints.txt"),
+         "-e", ".[test,bench]"],
     ]
     for step in steps:
         print("+", " ".join(step), flush=True)

@@ -26,7 +26,8 @@ prose goes to the speaker notes, collapsed code is left out. On the site the
 same cells show as an expandable block (``<details>``), closed, whose summary
 says what it holds ("Show the answer", "Show the document check", "Show the
 code"). A code cell tagged ``slides-hide-code`` (plotting code that is not the
-point) shows only its output on a slide; the notebook and the site keep its code. Widgets appear as the snapshot of their saved state, at 70 % of their
+point) shows only its output on a slide; the notebook and the site keep its
+code. Widgets appear as the snapshot of their saved state, at 70 % of their
 size on a slide. ``python tools/deck_report.py`` measures the built decks in
 Chromium (slides, slides that overflow, slides with speaker notes).
 """
@@ -240,7 +241,8 @@ def _static_url(page: Path, out: Path) -> str:
 def _copy_static(out: Path) -> None:
     vendor = web_assets.ensure(quiet=True)
     # axe-core is the accessibility test's (tests/test_accessibility.py), not the pages'
-    shutil.copytree(vendor, out / "_static", dirs_exist_ok=True, ignore=shutil.ignore_patterns(".packages.json", "axe-core"))
+    shutil.copytree(vendor, out / "_static", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".packages.json", "axe-core"))
 
 
 def _resources(nb, name: str, static: str, home: str) -> dict:
@@ -298,7 +300,8 @@ def _page_shell(title: str, body: str) -> str:
     """A plain page (the slides' list, the site's documents) in the same look as the notebooks."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{html.escape(title)}</title>\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n"
+        f"<link rel=\"icon\" href=\"data:,\">\n<title>{html.escape(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;line-height:1.5}"
         "code,pre{background:#f3f3f3}pre{padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:.2em .5em}</style>\n"

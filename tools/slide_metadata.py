@@ -110,9 +110,11 @@ def is_setup(cell) -> bool:
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and SETUP_CALLS.match(_dotted(node.value.func)):
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and SETUP_CALLS.match(_dotted(node.value.func))):
             continue
-        if isinstance(node, ast.Assign) and all(_dotted(getattr(t, "value", t)).endswith("rcParams") for t in node.targets):
+        if (isinstance(node, ast.Assign)
+                and all(_dotted(getattr(t, "value", t)).endswith("rcParams") for t in node.targets)):
             continue
         return False
     return True
@@ -248,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", action="store_true",
-                       help="report cells without a valid slide type, and navigation, set-up or collapsed cells shown as slides")
+                       help="report cells without a valid slide type, "
+                            "and navigation, set-up or collapsed cells shown as slides")
     group.add_argument("--fix", action="store_true",
                        help="make set-up, navigation and collapsed cells shown as slides 'skip' (or 'notes')")
     group.add_argument("--reset", action="store_true", help="recompute every slide type from the rules")
@@ -256,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = walkthrough_notebooks()
     if args.check:
         found = [p for path in paths for p in problems(path)]
-        print("\n".join(found) or "slide_metadata: every cell has a slide type, and no set-up, navigation or collapsed cell is a slide")
+        print("\n".join(found)
+              or "slide_metadata: every cell has a slide type, and no set-up, navigation or collapsed cell is a slide")
         return 1 if found else 0
     for path in paths:
         n = fix(path) if args.fix else apply(path, reset=args.reset)

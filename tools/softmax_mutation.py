@@ -4,8 +4,9 @@
     python tools/softmax_mutation.py 08 12        only those
 
 A copy of ``helpers`` is made in a temporary folder with both softmax code paths
-of ``helpers/attention.py`` (``softmax`` and the in-place one inside
-``scaled_dot_product_attention``) multiplying the shifted logits by 1.01, and
+of ``helpers/attention/`` (``softmax`` and the in-place one inside
+``scaled_dot_product_attention``, both in ``core.py``) multiplying the shifted
+logits by 1.01, and
 nbval re-runs each notebook with that copy first on ``PYTHONPATH`` (the kernels
 inherit it). A notebook whose stored outputs all still match has no check that
 depends on the softmax being right: the script lists it and exits 1.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# (the exact line of helpers/attention.py, what goes before it): both softmax code paths
+# (the exact line in helpers/attention/, what goes before it): both softmax code paths
 MUTATIONS = [
     ("        np.exp(e, out=e)\n", "        e *= 1.01  # mutation: logits 1 % off\n"),
     ("        np.exp(w, out=w)\n", "        w *= 1.01  # mutation: logits 1 % off\n"),
@@ -32,15 +33,20 @@ MUTATIONS = [
 
 
 def mutated_helpers(folder: Path) -> Path:
-    """A copy of helpers/ in ``folder`` whose softmax is 1 % off; raises if a code path moved."""
+    """A copy of helpers/ in ``folder`` whose softmax is 1 % off; raises if a code path moved.
+
+    Each mutated line must occur exactly once in the modules of helpers/attention/,
+    whichever module holds it.
+    """
     shutil.copytree(ROOT / "helpers", folder / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    path = folder / "helpers" / "attention.py"
-    text = path.read_text()
+    texts = {path: path.read_text() for path in sorted((folder / "helpers" / "attention").glob("*.py"))}
     for line, before in MUTATIONS:
-        if text.count(line) != 1:
-            raise SystemExit(f"softmax_mutation: {line.strip()!r} is not once in helpers/attention.py")
-        text = text.replace(line, before + line)
-    path.write_text(text)
+        holders = [path for path, text in texts.items() if line in text]
+        if len(holders) != 1 or texts[holders[0]].count(line) != 1:
+            raise SystemExit(f"softmax_mutation: {line.strip()!r} is not once in helpers/attention/")
+        texts[holders[0]] = texts[holders[0]].replace(line, before + line)
+    for path, text in texts.items():
+        path.write_text(text)
     return folder
 
 

@@ -10,7 +10,6 @@ import functools
 import html
 import math
 import numbers
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -299,6 +298,12 @@ def _record_library_calls(used, allowed=()):
     helpers.attention import softmax``) still runs the kernel's own code, which a
     profile hook recognises by its code object. ``allowed`` names kernels the
     exercise lets the student use.
+
+    :mod:`helpers.attention` is a package: a kernel is bound in the package and
+    in each of its modules that defines or imports it (``core``, ``kv_cache``,
+    ...), and a kernel calls another by the name bound in its own module. So the
+    stand-in replaces every binding of the kernel in the package and its
+    modules, as it did when the kernels were one module.
     """
     import sys
 
@@ -306,6 +311,8 @@ def _record_library_calls(used, allowed=()):
 
     originals = {name: getattr(module, name) for name in LIBRARY_KERNELS if hasattr(module, name)}
     watched = {fn.__code__: name for name, fn in originals.items() if name not in allowed}
+    prefix = module.__name__ + "."
+    modules = [module] + [m for key, m in sorted(sys.modules.items()) if key.startswith(prefix) and m is not None]
 
     def stand_in(name, fn):
         @functools.wraps(fn)
@@ -315,9 +322,14 @@ def _record_library_calls(used, allowed=()):
 
         return recorder
 
+    replaced = []  # (module, name, original)
     for name, fn in originals.items():
         if name not in allowed:
-            setattr(module, name, stand_in(name, fn))
+            recorder = stand_in(name, fn)
+            for where in modules:
+                if getattr(where, name, None) is fn:
+                    setattr(where, name, recorder)
+                    replaced.append((where, name, fn))
 
     def profile(frame, event, arg):
         if event == "call" and frame.f_code in watched:
@@ -328,8 +340,8 @@ def _record_library_calls(used, allowed=()):
 
     def restore():
         sys.setprofile(previous)
-        for name, fn in originals.items():
-            setattr(module, name, fn)
+        for where, name, fn in replaced:
+            setattr(where, name, fn)
 
     return restore
 

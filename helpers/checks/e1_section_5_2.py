@@ -216,7 +216,8 @@ def check_flops(answer):
             return _incorrect(name, message)
     return _incorrect(
         "wrong_value",
-        f"You wrote {value:,.0f}, which is not the count. Count the multiply-adds of Q K^T (n x n scores, each a dot product of length d) "
+        f"You wrote {value:,.0f}, which is not the count. Count the multiply-adds of Q K^T "
+        "(n x n scores, each a dot product of length d) "
         "and of weights @ V, at 2 FLOPs each.",
     )
 

@@ -8,7 +8,6 @@ import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
-    CheckResult,
     HAND_ATOL,
     _as_real_array,
     _close,
@@ -166,7 +165,8 @@ def check_i_am_happy_context(context):
         if rows:
             why = []
             if 0 in rows:
-                why.append("for 'I' it adds rounded terms (0.06 + 0.17 + 0.30), so its middle entry is off in the second decimal")
+                why.append("for 'I' it adds rounded terms (0.06 + 0.17 + 0.30), "
+                           "so its middle entry is off in the second decimal")
             later = [ex.tokens[i] for i in rows if i != 0]
             if later:
                 why.append(f"for {_quoted(later)} it rests on the document's wrong Step 5 weights")

@@ -9,7 +9,6 @@ import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
-    CheckResult,
     HAND_ATOL,
     _as_number,
     _correct,
@@ -247,7 +246,8 @@ def check_init_std(he_std, xavier_std=None):
     Examples
     --------
     >>> print(check_init_std(0.0625, 0.0442))
-    ✅ correct: Right: the document's sqrt(2/512) = 0.0625 is He initialisation; Xavier for 512 x 512 is sqrt(2/1024) = 0.0442.
+    ✅ correct: Right: the document's sqrt(2/512) = 0.0625 is He initialisation;
+    Xavier for 512 x 512 is sqrt(2/1024) = 0.0442.
     >>> check_init_std(0.0442, 0.0625).mistake
     'swapped'
     """

@@ -13,7 +13,6 @@ from helpers.checks._core import (
     _as_number,
     _used_library,
     CODE_TOL,
-    CheckResult,
     HAND_ATOL,
     _as_real_array,
     _call_student,
@@ -270,7 +269,8 @@ def check_self_attention(fn, seed=None):
     ...     e = np.exp(s - s.max(axis=-1, keepdims=True))
     ...     return e / e.sum(axis=-1, keepdims=True) @ v
     >>> print(check_self_attention(self_attention))
-    ✅ correct: Right: your forward pass projects, scores, scales by sqrt(d_out), normalises each row and mixes the values.
+    ✅ correct: Right: your forward pass projects, scores, scales by sqrt(d_out),
+    normalises each row and mixes the values.
     >>> check_self_attention(lambda x, wq, wk, wv: attention.scaled_dot_product_attention(
     ...     x @ wq, x @ wk, x @ wv)[0]).mistake
     'used_library'
@@ -414,7 +414,8 @@ def check_journey_variance_d100(before, after=None):
             _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
             hint=f"q·k adds d = {d} products of unit variance; the variances of independent terms add.",
             mistakes=[
-                ("gave_std", math.sqrt(var), f"{math.sqrt(var):g} is the standard deviation; the variance is its square."),
+                ("gave_std", math.sqrt(var),
+                 f"{math.sqrt(var):g} is the standard deviation; the variance is its square."),
                 ("already_scaled", var_after, "That is the variance after scaling; before, it grows with d."),
                 ("squared", var * var, "The variance grows like d, not d^2."),
             ]), "variance before scaling", var)),

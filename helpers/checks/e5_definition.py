@@ -8,12 +8,11 @@ import numbers
 
 import numpy as np
 
-from helpers import attention, examples
+from helpers import attention
 from helpers.checks._core import (
     record,
     _used_library,
     CODE_TOL,
-    CheckResult,
     _call_student,
     _check_callable,
     _close,
@@ -121,7 +120,8 @@ def check_stable_softmax(fn, seed=None):
     ...     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     ...     return e / e.sum(axis=-1, keepdims=True)
     >>> print(check_stable_softmax(softmax))
-    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of very different sizes and wide rows.
+    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000,
+    rows of very different sizes and wide rows.
     >>> check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)).mistake
     'no_max_subtraction'
     >>> def mean_shift(x):
@@ -251,7 +251,8 @@ def check_masked_attention(fn, seed=None):
     CheckResult
         Mistakes recognised: ``not_callable``, ``used_library``, ``raises``,
         ``wrong_shape``, ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
-        ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``, ``nan_for_masked_row`` (a fully masked row gives NaN),
+        ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``,
+        ``nan_for_masked_row`` (a fully masked row gives NaN),
         ``masked_row_not_zero`` (it gives the mean of the values, as with a
         large negative number instead of -inf), ``wrong_values``.
 

@@ -34,7 +34,6 @@ import math
 
 import numpy as np
 
-from helpers import attention
 from helpers.checks._core import (
     _call_student,
     _check_callable,
@@ -266,6 +265,7 @@ def check_attention_backward(fn, seed=None):
     ...     return d_s @ k, d_s.T @ q, p.T @ d_out
     >>> print(check_attention_backward(backward))
     ✅ correct: Right: dQ, dK and dV match finite differences on four random shapes.
+    >>> from helpers import attention
     >>> check_attention_backward(lambda q, k, v, d: attention.attention_backward(q, k, v, d)).mistake
     'used_library'
     """
@@ -396,10 +396,10 @@ def _as_state(value, n, d_v):
     arrays = [_float_result(x) for x in value]
     if any(a is None for a in arrays):
         return None
-    m, l, o = arrays
-    if m.size != n or l.size != n or o.shape != (n, d_v):
+    m, ell, o = arrays
+    if m.size != n or ell.size != n or o.shape != (n, d_v):
         return None
-    return m.reshape(n, 1), l.reshape(n, 1), o
+    return m.reshape(n, 1), ell.reshape(n, 1), o
 
 
 def _same_state(x, y):

@@ -1,0 +1,296 @@
+"""Masks and heads (notebook 10): from averaging to attention, masks, cross-attention, multi-head.
+
+``averaging_to_attention`` puts the running mean of the tokens beside the
+same weights as a softmax of masked zeros and a softmax of masked scores;
+``mask_and_weights`` draws each mask as a 0/1 matrix beside the weights it
+produces; ``cross_attention`` is a head view between a decoder's queries and
+an encoder's keys; ``heads_split_merge`` shows one sequence split into heads,
+attended head by head and merged back, with the shapes on every arrow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import figures, plots
+from ..attention import causal_mask, softmax
+from ._common import _labels, _matrix
+from .walkthrough import head_view
+
+__all__ = ["averaging_to_attention", "mask_and_weights", "cross_attention", "heads_split_merge"]
+
+
+# --------------------------------------------------------------------------- notebook 10: from averaging to attention
+# Three weight matrices side by side: the running mean of the tokens so far, the same as a
+# softmax of masked zeros, and the zeros replaced by scores (issue 17's bridge to attention).
+
+def averaging_to_attention(scores, tokens=None):
+    """The running mean, the same as a softmax of masked zeros, and a softmax of masked scores.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n, n)
+        The scores of one sequence with itself (entries above the diagonal are ignored:
+        the causal mask blocks them).
+    tokens : sequence of str, optional
+        n labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three heatmaps of weights; ``fig.weight_matrices`` holds the three (n, n) arrays drawn.
+
+    Examples
+    --------
+    >>> fig = averaging_to_attention(np.zeros((3, 3)), ["a", "b", "c"])
+    >>> print(np.round(fig.weight_matrices[0], 2))
+    [[1.   0.   0.  ]
+     [0.5  0.5  0.  ]
+     [0.33 0.33 0.33]]
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    scores = _matrix(scores, "scores")
+    n = scores.shape[0]
+    if scores.shape != (n, n) or n == 0:
+        raise ValueError(f"scores must be square (n, n) with n >= 1: got shape {scores.shape}")
+    tokens = _labels(tokens if tokens is not None else [str(i) for i in range(n)], n, "tokens")
+    allowed = causal_mask(n)
+    mean = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # row t: 1/(t+1) on keys 0..t
+    zeros = softmax(np.where(allowed, 0.0, -np.inf), axis=-1)
+    attention = softmax(np.where(allowed, scores, -np.inf), axis=-1)
+    fig, axes = plt.subplots(1, 3, figsize=(3 * (1.9 + 0.55 * n), 1.2 + 0.5 * n), layout="constrained")
+    titles = ["mean of the tokens so far", "softmax of masked zeros", "softmax of masked scores"]
+    for ax, matrix, title in zip(axes, (mean, zeros, attention), titles):
+        plots.heatmap(matrix, tokens, tokens, ax=ax, title=title, colorbar=False)
+    fig.weight_matrices = (mean, zeros, attention)
+    last = attention[-1]
+    figures.describe(fig, (
+        f"Three {n} × {n} weight matrices over the tokens {figures.token_list(tokens)}, each lower-triangular. "
+        f"Left, the running mean: row t gives 1/t to each of its first t tokens (the last row "
+        f"{figures.number(mean[-1, 0])} each). Middle, the softmax of a masked matrix of zeros: the same numbers. "
+        f"Right, the softmax of the masked scores: the weights now depend on the data; the last row gives "
+        + ", ".join(f"{tokens[k]} {figures.number(last[k])}" for k in range(n)) + "."))
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 10: masks and cross-attention
+# The padding and causal masks drawn as 0/1 matrices beside the weights each one produces, and
+# cross-attention as a head view between two sequences (decoder queries, encoder keys and values).
+
+def _mask_panel(ax, allowed, query_tokens, key_tokens, title):
+    from matplotlib.colors import ListedColormap
+
+    n, m = allowed.shape
+    ax.imshow(allowed.astype(float), cmap=ListedColormap(["#d9d9d9", "#cfe0f3"]), vmin=0, vmax=1)
+    for i in range(n):
+        for j in range(m):
+            ax.text(j, i, "1" if allowed[i, j] else "0", ha="center", va="center", fontsize=9,
+                    color="#1f3f6a" if allowed[i, j] else "#555555", gid=f"mask:{i}:{j}")
+    ax.set_xticks(range(m), key_tokens, rotation=45, ha="right")
+    ax.set_yticks(range(n), query_tokens)
+    ax.set_xticks(np.arange(-0.5, m), minor=True)
+    ax.set_yticks(np.arange(-0.5, n), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    ax.set_title(title, fontsize=11)
+
+
+def mask_and_weights(scores, masks, query_tokens, key_tokens=None):
+    """Each mask as a 0/1 matrix beside the attention weights it produces.
+
+    Two panels per mask, side by side in one row: the mask (1 = may attend, 0 = blocked),
+    then the softmax of the scores with the blocked entries set to -inf (a row with
+    no allowed key gets zero weights, as the collection's kernels give).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n, m)
+        Scaled scores of one sequence (queries by keys).
+    masks : dict of str to array_like of bool
+        Title -> mask broadcastable to (n, m), True = may attend.
+    query_tokens : sequence of str, length n
+    key_tokens : sequence of str, length m, optional
+        Defaults to ``query_tokens``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.masks`` and ``fig.weight_matrices`` hold the (n, m) arrays drawn, in the order of ``masks``.
+
+    Examples
+    --------
+    >>> fig = mask_and_weights(np.zeros((2, 2)), {"causal": np.tril(np.ones((2, 2), bool))}, ["a", "b"])
+    >>> print(fig.weight_matrices[0])
+    [[1.  0. ]
+     [0.5 0.5]]
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    scores = _matrix(scores, "scores")
+    n, m = scores.shape
+    if not masks:
+        raise ValueError("masks must name at least one mask")
+    query_tokens = _labels(query_tokens, n, "query_tokens")
+    key_tokens = _labels(query_tokens if key_tokens is None else key_tokens, m, "key_tokens")
+    allowed, weights = [], []
+    for title, mask in masks.items():
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise ValueError(f"mask {title!r} must be boolean (True = may attend): got dtype {mask.dtype}")
+        try:
+            mask = np.broadcast_to(mask, (n, m))
+        except ValueError:
+            raise ValueError(
+                f"mask {title!r} of shape {mask.shape} does not broadcast to the scores {(n, m)}") from None
+        allowed.append(mask)
+        weights.append(softmax(np.where(mask, scores, -np.inf), axis=-1))
+    rows = len(allowed)
+    # one row of panels, mask then weights for each mask: wide and low, to fit a slide
+    fig, axes = plt.subplots(1, 2 * rows, figsize=(2 * rows * (1.5 + 0.45 * m), 1.5 + 0.45 * n),
+                             squeeze=False, layout="constrained")
+    pairs = axes[0].reshape(rows, 2)
+    parts = []
+    for (title, mask), w, (left, right) in zip(zip(masks, allowed), weights, pairs):
+        _mask_panel(left, mask, query_tokens, key_tokens, f"{title} mask (1 = may attend)")
+        plots.heatmap(w, query_tokens, key_tokens, ax=right, title=f"weights, {title} mask",
+                       colorbar=False)
+        empty = int(np.sum(~mask.any(axis=-1)))
+        blocked = w[~mask]
+        parts.append(f"{title}: {int(mask.sum())} of {n * m} pairs allowed, weight on blocked pairs "
+                     f"{figures.number(blocked.max() if blocked.size else 0.0)}"
+                     + (f", {empty} rows with no allowed key (zero weights)" if empty else "")
+                     + f", largest weight {figures.number(w.max())}")
+    fig.masks, fig.weight_matrices = tuple(allowed), tuple(weights)
+    figures.describe(fig, (
+        f"{rows} masks as 0/1 matrices, each beside the weights it produces, {n} queries × {m} keys "
+        f"({figures.token_list(key_tokens)}). " + "; ".join(parts) + "."))
+    return fig
+
+
+def cross_attention(weights, target_tokens, source_tokens, *, title=None):
+    """Cross-attention as a head view: decoder queries (target) on the left, encoder keys (source) on the right.
+
+    A thin layer over :func:`head_view` with ``query_tokens=target_tokens`` and
+    ``key_tokens=source_tokens``; the column headings name the two sides
+    ("decoder: queries" and "encoder: keys, values"), and the description says
+    which source token each target token reads most.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> w = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]])
+    >>> fig = cross_attention(w, ["le", "chat"], ["the", "cat", "."])
+    >>> len(fig.axes[0].lines)
+    6
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 2:
+        raise ValueError(f"weights must be 2-d (n target tokens, m source tokens): got shape {weights.shape}")
+    fig = head_view(weights, target_tokens, source_tokens, title=title)
+    ax = fig.axes[0]
+    for text in ax.texts:
+        if text.get_text() == "queries":
+            text.set_text("decoder: queries")
+        elif text.get_text() == "keys":
+            text.set_text("encoder: keys, values")
+    n, m = weights.shape
+    reads = ", ".join(f"{target_tokens[i]} to {source_tokens[int(np.argmax(weights[i]))]} "
+                      f"{figures.number(weights[i].max())}" for i in range(n))
+    figures.describe(fig, (
+        f"Cross-attention as a head view: {n} target tokens of the decoder "
+        f"({figures.token_list(target_tokens)}) on the left ask {m} source tokens of the encoder "
+        f"({figures.token_list(source_tokens)}) on the right; each line is as thick as its weight; "
+        f"the strongest line of each target token: {reads}."))
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 10: heads split and merged
+
+def heads_split_merge(n, d_model, num_heads):
+    """One sequence split into heads, attended head by head, and merged back; shapes on every arrow.
+
+    Parameters
+    ----------
+    n : int
+        Tokens in the sequence.
+    d_model : int
+        Width of each token's vector; must be divisible by ``num_heads``.
+    num_heads : int
+        Heads ``h``; each works on ``d_model / h`` columns.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.shapes`` lists the shape written on each arrow, left to right.
+
+    Examples
+    --------
+    >>> fig = heads_split_merge(6, 8, 2)
+    >>> fig.shapes
+    ['(6, 8)', '(2, 6, 4)', '(2, 6, 4)', '(6, 8)', '(6, 8)']
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    for name, value in (("n", n), ("d_model", d_model), ("num_heads", num_heads)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer: got {value!r}")
+    if d_model % num_heads:
+        raise ValueError(f"d_model = {d_model} must be divisible by num_heads = {num_heads}")
+    h, d_head = int(num_heads), int(d_model) // int(num_heads)
+    fig, ax = plt.subplots(figsize=(12, 3.6), layout="constrained")
+    ax.set_xlim(0, 12)
+    ax.set_ylim(0, 3.6)
+    ax.set_axis_off()
+    colours = plt.get_cmap("tab10").colors
+    # data units per row (columns are 1.6 times as wide), so that the h head boxes stack
+    # without touching and the whole row of boxes fits the figure's width
+    unit = min(0.25, (3.0 - 0.35 * (h - 1)) / (h * n), 5.6 / (1.6 * (3 * d_model + 2 * d_head)))
+
+    def box(x, y, rows, cols, colour, label):
+        width, height = cols * unit * 1.6, rows * unit
+        ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor="black", alpha=0.85))
+        ax.text(x + width / 2, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9)
+        return x + width
+
+    def arrow(x0, x1, y, text):
+        ax.add_patch(FancyArrowPatch((x0 + 0.08, y), (x1 - 0.08, y), arrowstyle="-|>", mutation_scale=14))
+        ax.text((x0 + x1) / 2, y + 0.12, text, ha="center", va="bottom", fontsize=9)
+
+    shapes = [f"({n}, {d_model})", f"({h}, {n}, {d_head})", f"({h}, {n}, {d_head})", f"({n}, {d_model})",
+              f"({n}, {d_model})"]
+    mid = 1.8
+    right = box(0.2, mid, n, d_model, "#cccccc", f"X  {shapes[0]}")
+    heads_x = right + 1.5
+    gap = n * unit + 0.35
+    ys = [mid + (h - 1) / 2 * gap - k * gap for k in range(h)]
+    arrow(right, heads_x, mid, f"split\n{shapes[1]}")
+    ends = [box(heads_x, y, n, d_head, colours[k % 10], f"head {k + 1}" if h <= 4 else "") for k, y in enumerate(ys)]
+    attended_x = max(ends) + 1.6
+    arrow(max(ends), attended_x, mid, f"attention\nin each head\n{shapes[2]}")
+    ends = [box(attended_x, y, n, d_head, colours[k % 10], "") for k, y in enumerate(ys)]
+    merged_x = max(ends) + 1.5
+    arrow(max(ends), merged_x, mid, f"merge\n(concatenate)\n{shapes[3]}")
+    right = box(merged_x, mid, n, d_model, "#9ecae1", "")
+    for k in range(h):  # the merged box shows where each head's columns went
+        ax.add_patch(Rectangle((merged_x + k * d_head * unit * 1.6, mid - n * unit / 2), d_head * unit * 1.6,
+                               n * unit, facecolor=colours[k % 10], alpha=0.55, edgecolor="none"))
+    out_x = right + 1.4
+    arrow(right, out_x, mid, f"× W_O\n{shapes[4]}")
+    end = box(out_x, mid, n, d_model, "#c7e9c0", f"out  {shapes[4]}")
+    ax.set_xlim(0, max(12, end + 0.2))
+    ax.set_title(f"{h} heads of width d_model / h = {d_model} / {h} = {d_head}: split, attend, merge", fontsize=10)
+    fig.shapes = shapes
+    figures.describe(fig, (
+        f"Diagram of multi-head attention on one sequence of {n} tokens of width {d_model}: X {shapes[0]} is split "
+        f"into {h} heads, {shapes[1]}, each of width {d_head}; attention runs in each head on its own, {shapes[2]}; "
+        f"the heads are concatenated back to {shapes[3]} and multiplied by W_O to give the output {shapes[4]}."))
+    return fig
