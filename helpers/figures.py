@@ -17,12 +17,18 @@ so it is as true as the picture.
 ``show(fig, text)`` attaches it and displays the figure now, with the text as
 the image's alternative text (in JupyterLab, on the static site and in the decks).
 
-How the description travels: in a kernel, a described figure is displayed with a
-``text/html`` ``<img class="described-figure" alt="...">`` beside the usual
-``image/png`` (JupyterLab 4 writes no alt for an image/png output, and it prefers
-text/html); tools/publish.py moves the alt to the image/png output's metadata, where
-the site's and the decks' templates read it. A figure without a description has no
-text/html, so a test can find it.
+How the description travels, and why each picture is stored once: in a kernel, a
+described figure is displayed as a ``text/html`` ``<img class="described-figure"
+alt="..." src="data:image/png;base64,...">`` plus the usual ``text/plain``, and
+nothing else: the inline backend's ``image/png`` (and any other picture format it
+is set to draw) is left out for it, so a notebook stores the PNG once, inside the
+``<img>``. JupyterLab 4 renders text/html before image/png and writes no alt for
+an image/png output, so the ``<img>`` is what it shows, with its alt. For the
+static site and the decks, tools/publish.py turns the ``<img>`` back into an
+``image/png`` output whose metadata holds the alt, where their templates read it.
+A figure without a description keeps the inline backend's image/png and has no
+text/html, so a test can find it. tools/slim_notebooks.py brings a notebook saved
+in the older form (the PNG stored twice) to this one.
 """
 
 from __future__ import annotations
@@ -36,9 +42,13 @@ __all__ = ["describe", "description", "add_panel", "show", "figure_html", "img_h
 _ATTRIBUTE = "_attention_description"
 # The class of the <img> that carries a described figure in a notebook's output. JupyterLab
 # 4 draws an image/png output without any alt text, but renders text/html before image/png:
-# so a described figure is displayed with both, and JupyterLab shows the <img> with its
-# alt. tools/publish.py turns it back into image/png with metadata "alt" for the site.
+# so a described figure is displayed as this <img> only (no image/png beside it), and
+# JupyterLab shows it with its alt. tools/publish.py turns it back into image/png with
+# metadata "alt" for the site and the decks.
 HTML_CLASS = "described-figure"
+# The picture formats the inline backend may draw a figure in: for a described figure its
+# <img> is the picture, so these draw nothing (register() wraps their printers).
+PICTURE_FORMATS = ("image/png", "image/jpeg", "image/svg+xml", "application/pdf")
 
 
 def describe(fig, text):
@@ -170,13 +180,31 @@ def img_html(png_base64, text):
     return f'<img class="{HTML_CLASS}" alt="{html.escape(str(text), quote=True)}" src="data:image/png;base64,{data}">'
 
 
+class _UnlessDescribed:
+    """The inline backend's printer of one picture format, silent for a described figure.
+
+    A described figure's picture travels in its ``<img>`` (:func:`figure_html`); drawing
+    it again as image/png would store every picture twice.
+    """
+
+    def __init__(self, printer):
+        self.printer = printer
+
+    def __call__(self, fig):
+        if description(fig) is not None:
+            return None
+        return self.printer(fig)
+
+
 def register(shell=None):
-    """Make IPython display every described figure with its description as alt text.
+    """Make IPython display every described figure as an ``<img>`` with its description as alt text.
 
     Registers :func:`figure_html` as the ``text/html`` formatter of matplotlib
-    figures. The inline backend drops every formatter of figures when it is
-    (re)configured, so pyplot is imported first, and :func:`show` registers
-    again before each display. Returns False outside IPython.
+    figures, and wraps the inline backend's picture formatters (:data:`PICTURE_FORMATS`)
+    so that they draw nothing for a described figure: its ``<img>`` holds the one copy
+    of the picture. The inline backend drops every formatter of figures when it is
+    (re)configured, so pyplot is imported first, and :func:`show` and
+    :func:`describe` register again. Returns False outside IPython.
     """
     if shell is None:
         try:
@@ -188,14 +216,19 @@ def register(shell=None):
         return False
     from matplotlib.figure import Figure
 
-    formatter = shell.display_formatter.formatters["text/html"]
-    if formatter.type_printers.get(Figure) is not figure_html:
+    formatters = shell.display_formatter.formatters
+    if formatters["text/html"].type_printers.get(Figure) is not figure_html:
         import matplotlib.pyplot as plt
 
         # pyplot loads its backend on first use, and the inline backend then drops every
-        # formatter of figures: load it now, so that ours comes after.
+        # formatter of figures: load it now, so that ours come after.
         getattr(plt, "_get_backend_mod", lambda: None)()
-        formatter.for_type(Figure, figure_html)
+        formatters["text/html"].for_type(Figure, figure_html)
+    for mime in PICTURE_FORMATS:
+        formatter = formatters.get(mime)
+        printer = None if formatter is None else formatter.type_printers.get(Figure)
+        if printer is not None and not isinstance(printer, _UnlessDescribed):
+            formatter.for_type(Figure, _UnlessDescribed(printer))
     return True
 
 

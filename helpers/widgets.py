@@ -40,10 +40,11 @@ fails for any reason shows a short message and keeps the last picture, with
 every control still working.
 
 Displayed (``explorer`` as the last line of a cell, or ``display(explorer)``),
-the explorer's output carries the live widget and, beside it, a static
-``image/png`` of the current figure with the readouts, plus a short
-``text/plain``. A front end with a running kernel shows the widget; a stored
-notebook opened without one (JupyterLab, GitHub, nbconvert) shows the picture.
+the explorer's output carries the live widget and, beside it, a static picture
+of the current figure with the readouts: a ``text/html`` ``<img>`` whose alt
+text describes it (helpers/figures.py; the PNG is stored once, in the ``<img>``),
+plus a short ``text/plain``. A front end with a running kernel shows the widget;
+a stored notebook opened without one (JupyterLab, nbconvert) shows the picture.
 It works with ipywidgets 7.7+ and 8.
 """
 
@@ -382,7 +383,8 @@ class AttentionExplorer:
         display through ``_ipython_display_`` instead, so for those the widget
         view is built here as ipywidgets 7 builds it. A front end that can
         show the widget shows only the widget (a bundle is one output, shown
-        in one of its formats); one that cannot shows the ``image/png``.
+        in one of its formats); one that cannot shows the picture: a ``text/html``
+        ``<img>`` with the description as alt text, the one copy of the PNG.
         """
         own = getattr(self.widget, "_repr_mimebundle_", None)
         if own is not None:  # ipywidgets 8
@@ -394,7 +396,6 @@ class AttentionExplorer:
                 displayed(**kwargs)
         bundle["text/plain"] = repr(self)
         png = base64.b64encode(self.snapshot_png()).decode("ascii")
-        bundle["image/png"] = png
         # for a viewer without the widget: the picture with its description as alt text
         bundle["text/html"] = _figures.img_html(png, self.description)
         return bundle
@@ -798,7 +799,6 @@ class TrainedHeadExplorer:
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         if self._weights is not None and self.image.value:
             png = base64.b64encode(bytes(self.image.value)).decode("ascii")
-            bundle["image/png"] = png
             bundle["text/html"] = _figures.img_html(png, self.description)
         return bundle
 

@@ -1,13 +1,15 @@
 """Every explorer stored in a notebook shows a picture without a kernel.
 
 A cell that displays an :class:`~helpers.widgets.AttentionExplorer` stores one
-output holding the widget view (for a live kernel) and an ``image/png`` of the
-figure and its readouts (for JupyterLab, GitHub or nbconvert opening the file
-without one), plus a short ``text/plain`` with no memory address.
+output holding the widget view (for a live kernel) and a picture of the figure
+and its readouts (for JupyterLab or nbconvert opening the file without one): a
+``text/html`` ``<img>`` with its description as alt text, the one copy of the
+PNG (issue 22), plus a short ``text/plain`` with no memory address.
 """
 
 import ast
 import base64
+import html
 import re
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
 PNG = b"\x89PNG\r\n\x1a\n"
+DESCRIBED = re.compile(r'<img class="described-figure" alt="[^"]+" src="data:image/png;base64,([^"]+)">')
 
 
 def _is_explorer(node, names):
@@ -60,8 +63,9 @@ def test_every_stored_explorer_has_a_picture(path):
     nb = nbformat.read(path, as_version=4)
     for i, cell in explorer_cells(nb):
         where = f"{path.name} cell {i}"
-        pictures = [out.data["image/png"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
-        assert pictures, f"{where}: an explorer with no stored picture (image/png); re-run the notebook"
+        pictures = [html.unescape(found.group(1)) for out in cell.get("outputs", [])
+                    for found in [DESCRIBED.fullmatch("".join(out.get("data", {}).get("text/html", "")))] if found]
+        assert pictures, f"{where}: an explorer with no stored picture (a described <img>); re-run the notebook"
         assert base64.b64decode(pictures[0]).startswith(PNG), f"{where}: the stored picture is not a PNG"
         for out in cell.get("outputs", []):
             text = out.get("data", {}).get("text/plain", "")

@@ -219,18 +219,22 @@ def _displayed(explorer):
 
 def _check_bundle(data, explorer):
     import base64
+    import html
     import io
+    import re
 
     from PIL import Image
 
-    assert set(data) == {"application/vnd.jupyter.widget-view+json", "image/png", "text/html", "text/plain"}
+    # the snapshot is stored once, in the <img> (issue 22): no image/png beside it
+    assert set(data) == {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"}
     # the snapshot with its description as alt text (issue 19), from the numbers shown
     alt = f"largest weight {explorer.readouts['max_weight'].max():.2f}"
     assert data["text/html"].startswith('<img class="described-figure" alt="Attention explorer: ')
     assert alt in data["text/html"] and "temperature 0.50" in data["text/html"]
-    assert data["text/html"].endswith(f'src="data:image/png;base64,{data["image/png"].replace("/", "&#47;")}">')
+    png = html.unescape(re.fullmatch(r'<img [^>]*src="data:image/png;base64,([^"]+)">', data["text/html"]).group(1))
+    assert png == base64.b64encode(explorer.snapshot_png()).decode("ascii")
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
-    picture = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
+    picture = Image.open(io.BytesIO(base64.b64decode(png)))
     figure = Image.open(io.BytesIO(bytes(explorer.image.value)))
     assert picture.width >= figure.width and picture.height > figure.height  # the figure and the readouts
     assert data["text/plain"].startswith("AttentionExplorer: example 'journey', T = 0.50")

@@ -6,7 +6,8 @@
 For every ``exercises/solutions/<name>.ipynb`` this writes
 ``exercises/student/<name>.ipynb``: each code cell tagged ``solution`` becomes
 an empty answer cell (tagged ``answer``, holding only ``# your answer here``),
-every output and execution count is cleared, and everything else (task cells,
+every output and execution count is cleared, the Python version is left out of
+the metadata (tools/slim_notebooks.py), and everything else (task cells,
 set-up and check cells, the ``colab-install`` cell, navigation, metadata) is
 kept as it is, except the "Open in Colab" link of the top navigation cell: it
 points at the student version itself, the one a student opens (the solution
@@ -29,6 +30,7 @@ from nbformat.v4 import new_code_cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
+import slim_notebooks  # noqa: E402  (tools/slim_notebooks.py: no Python version stored)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "exercises" / "solutions"
@@ -72,6 +74,7 @@ def student_version(nb, name: str | None = None):
         cells.append(cell)
     nb.cells = cells
     nb.metadata.pop("widgets", None)
+    slim_notebooks.slim(nb)  # outputs are gone; this drops the Python version, should the solution hold one
     if name is not None and len(cells) > 1 and navigation.NAV_TAG in _tags(cells[1]):
         cells[1].source = navigation.set_colab_link(cells[1].source, name, "exercises/student")
     nbformat.validate(nb)

@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import navigation  # noqa: E402
 import slide_metadata  # noqa: E402
+import slim_notebooks  # noqa: E402
 import web_assets  # noqa: E402
 
 BUILD = ROOT / "build"
@@ -150,26 +151,26 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
 DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
 
 
-DESCRIBED_FIGURE = re.compile(r'<img class="described-figure" alt="([^"]*)" src="data:image/png;base64,')
-
-
 def figure_alt(nb):
-    """Move each described figure's alt text to its image/png output (in place); return ``nb``.
+    """Give each described figure an image/png output with its alt text in the metadata (in place); return ``nb``.
 
-    In a notebook a described figure (helpers/figures.py) is an output with both
-    ``image/png`` and a ``text/html`` ``<img class="described-figure" alt=...>``,
-    for JupyterLab, which writes no alt for image/png. The pages render the
-    image/png, as for any figure, with the alt that the templates read from the
-    output's metadata (``metadata["image/png"]["alt"]``).
+    In a notebook a described figure (helpers/figures.py) is a ``text/html``
+    ``<img class="described-figure" alt=...>`` that holds the one copy of its PNG
+    (tools/slim_notebooks.py). The pages render an image/png, as for any figure,
+    with the alt that the templates read from the output's metadata
+    (``metadata["image/png"]["alt"]``): so the PNG is decoded from the ``<img>``
+    into ``image/png`` (an output saved before issue 22 has both; its own
+    image/png is kept), the alt goes to the metadata, and the text/html goes.
     """
     for cell in nb.cells:
         for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            found = DESCRIBED_FIGURE.match(str(data.get("text/html", "")).strip())
-            if found and "image/png" in data:
-                meta = output.setdefault("metadata", {})
-                meta.setdefault("image/png", {})["alt"] = html.unescape(found.group(1))
-                del data["text/html"]
+            found = slim_notebooks.described_figure(output)
+            if found is None:
+                continue
+            alt, png = found
+            output.data.setdefault("image/png", png)
+            output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
+            del output.data["text/html"]
     return nb
 
 
