@@ -128,7 +128,8 @@ def test_make_lab_opens_the_index_and_every_index_link_opens_its_target(lab_page
     page = lab_page
     server = page.server
     listing = {item["name"] for item in server.api("GET", "/api/contents/")["content"]}
-    assert {"notebooks", "exercises", "docs", "README.md"} <= listing, f"the server's root is not the repository: {listing}"
+    assert {"notebooks", "exercises", "docs", "README.md"} <= listing, \
+        f"the server's root is not the repository: {listing}"
 
     page.goto(server.url("/"))
     page.wait_for_selector(INDEX_LINKS, state="attached")
@@ -186,7 +187,8 @@ def _follow(page, targets, opened):
                 page.wait_for_function(
                     "(id) => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) [data-jupyter-id]')]"
                     ".some(e => e.dataset.jupyterId === id)", arg=fragment)
-        assert not page.locator(".jp-Dialog").count(), f"{path}: a dialog opened: {page.locator('.jp-Dialog').first.inner_text()}"
+        dialogs = page.locator(".jp-Dialog")
+        assert not dialogs.count(), f"{path}: a dialog opened: {dialogs.first.inner_text()}"
         assert not page.failed, f"{path}: the server answered 404 for {page.failed}"
         opened.append(path)
         if not target.is_dir():
