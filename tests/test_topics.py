@@ -355,6 +355,38 @@ def test_nadaraya_watson_limits_and_multidim():
     np.testing.assert_allclose(y_hat, nadaraya_watson_loop(xq, xt, yt, 0.7)[0], atol=1e-12)
 
 
+@pytest.mark.parametrize("query, train", [
+    ([1e200], [0.0, 1.0]),  # issue 23: the squared distances overflow; 1 is still the nearer point
+    ([-1e250], [-3.0, 0.0, 7.0]),
+    ([3e307], [1e307, 2e307, 0.0]),
+    ([1e200, 1e-3], [0.0, 1.0]),  # a far row beside an ordinary one
+    ([[1e200, 0.0]], [[0.0, 0.0], [1.0, 5.0], [1.0, -5.0]]),  # 2-d: x = 1 wins on the first coordinate
+])
+def test_nadaraya_watson_far_queries_weigh_the_nearest_point(query, train):
+    """Far queries are not averaged: the weight goes to the nearest point, found exactly with fractions."""
+    from fractions import Fraction
+
+    xq, xt = np.array(query, dtype=float), np.array(train, dtype=float)
+    y = np.arange(1.0, len(xt) + 1)
+    y_hat, w = nadaraya_watson(xq, xt, y, 1.0)
+    for row, x in zip(w, xq.reshape(len(xq), -1)):
+        dist = [sum((Fraction(a) - Fraction(b)) ** 2 for a, b in zip(x, t)) for t in xt.reshape(len(xt), -1)]
+        if max(abs(v) for v in x) < 1:  # the ordinary row: the distance form, checked against the loop
+            np.testing.assert_allclose(row, nadaraya_watson_loop(x[None], xt, y, 1.0)[1][0], atol=1e-14)
+            continue
+        expected = np.array([d == min(dist) for d in dist], dtype=float)
+        np.testing.assert_array_equal(row, expected / expected.sum())
+    assert np.all(np.isfinite(y_hat))
+
+
+def test_nadaraya_watson_expanded_form_keeps_a_soft_row():
+    """Where the distances overflow but their differences do not, the weights stay soft (not just the nearest)."""
+    # q = 1e160: (q - x)^2 overflows, but x q - x^2 / 2 differs by 1e160 * 1e-160 = 1 between the keys.
+    xq, xt, y = np.array([1e160]), np.array([0.0, 1e-160]), np.array([0.0, 1.0])
+    _, w = nadaraya_watson(xq, xt, y, 1.0)
+    np.testing.assert_allclose(w[0], softmax(np.array([0.0, 1.0])), rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     "args",
     [

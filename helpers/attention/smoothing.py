@@ -49,20 +49,29 @@ def _check_nw(x_query, x_train, y_train, bandwidth):
     return xq, xt, yt, h
 
 
-def _nearest_uniform(diff):
-    """Weights (n, m): uniform over each query's nearest training points (ties share).
+def _far_weights(xq, xt, h):
+    """Weights (n, m) for queries whose kernel values all underflow in the distance form.
 
-    The limit of the Gaussian kernel weights when every kernel value underflows
-    (a query very far away, or a bandwidth so small that ``(x - x_i) / h``
-    overflows). Distances are compared after dividing each row by its largest
-    coordinate difference, so they do not overflow.
+    Expanding the square, ``-||x - x_i||^2 / 2 = x.x_i - ||x_i||^2 / 2 - ||x||^2 / 2``, and the
+    last term is the same for every key, so the softmax drops it: the scores
+    ``(x.x_i - ||x_i||^2 / 2) / h^2`` give the same weights and stay finite where the
+    squared distances overflow (a query at 1e200 is still nearer to 1 than to 0). Where
+    even these overflow, the weights are their limit: shared equally by the nearest
+    training points, found after dividing by the largest coordinate so nothing overflows.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        top = np.abs(diff).max(axis=(1, 2), keepdims=True)  # (n, 1, 1)
-        top = np.where(top > 0, top, 1.0)
-        scaled = ((diff / top) ** 2).sum(axis=-1)  # (n, m), finite: each term <= 1
-    nearest = scaled == scaled.min(axis=-1, keepdims=True)
-    return nearest / nearest.sum(axis=-1, keepdims=True)
+        scores = (xq @ xt.T - 0.5 * (xt**2).sum(axis=-1)) / h / h  # (n, d) @ (d, m) -> (n, m)
+    weights = np.empty(scores.shape)
+    finite = np.all(np.isfinite(scores), axis=-1)
+    weights[finite] = softmax(scores[finite], axis=-1)
+    if not np.all(finite):
+        q = xq[~finite]  # (r, d)
+        top = np.maximum(np.abs(q).max(axis=-1), np.abs(xt).max())[:, None, None]  # (r, 1, 1), > 0
+        qs, ts = q[:, None, :] / top, xt[None, :, :] / top  # every coordinate in [-1, 1]
+        closeness = (qs * ts).sum(axis=-1) - 0.5 * (ts**2).sum(axis=-1)  # (r, m): larger is nearer
+        nearest = closeness == closeness.max(axis=-1, keepdims=True)
+        weights[~finite] = nearest / nearest.sum(axis=-1, keepdims=True)
+    return weights
 
 
 def nadaraya_watson(x_query, x_train, y_train, bandwidth):
@@ -89,9 +98,11 @@ def nadaraya_watson(x_query, x_train, y_train, bandwidth):
     -------
     y_hat : ndarray, shape (n,) or (n, d_y) (as ``y_train``)
     weights : ndarray, shape (n, m)
-        Each row sums to 1. Where every kernel value of a query underflows
-        (a query very far from the data, or a tiny bandwidth) the weights are
-        their limit: shared equally by the query's nearest training points.
+        Each row sums to 1. Where the squared distances of a query overflow (a
+        query very far from the data, or a tiny bandwidth), its scores are taken
+        in the expanded form ``(x.x_i - ||x_i||^2 / 2) / h^2``, which gives the same
+        softmax and stays finite; where even that overflows, the weights are their
+        limit: shared equally by the query's nearest training points.
 
     Raises
     ------
@@ -110,9 +121,9 @@ def nadaraya_watson(x_query, x_train, y_train, bandwidth):
         diff = xq[:, None, :] - xt[None, :, :]  # (n, 1, d) - (1, m, d) -> (n, m, d)
         scores = -0.5 * ((diff / h) ** 2).sum(axis=-1)  # (n, m); dividing first: h * h may underflow
     weights = softmax(scores, axis=-1)  # (n, m)
-    lost = ~np.any(np.isfinite(scores), axis=-1)  # every kernel value underflowed: take the limit
+    lost = ~np.all(np.isfinite(scores), axis=-1)  # a squared distance overflowed: the expanded form
     if np.any(lost):
-        weights[lost] = _nearest_uniform(diff[lost])
+        weights[lost] = _far_weights(xq[lost], xt, h)
     return weights @ yt, weights  # (n, m) x (m,) -> (n,)  or  (m, d_y) -> (n, d_y)
 
 
