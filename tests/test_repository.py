@@ -132,16 +132,20 @@ def _counts(root: Path, files: list[Path], repository: str) -> dict[str, int]:
 
 def test_a_new_source_reaches_every_generated_link_and_leaves_nothing_behind(tmp_path):
     """In a copy of the repository: Source set to one name, then another, the placeholder, and back."""
-    files = _copy_repository(tmp_path)
-    originals = {p: p.read_bytes() for p in files}
+    copied = _copy_repository(tmp_path)
+    originals = {p: p.read_bytes() for p in copied}
+    files = [p for p in copied if p != tmp_path / "tests" / Path(__file__).name]  # this file names FIRST, SECOND
     original_source = SOURCE_LINE.search((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[0]
     _set_source(tmp_path, f"https://github.com/{FIRST}")
     assert _navigation(tmp_path, "--check").returncode == 1, "a new Source leaves the generated files out of date"
     done = _navigation(tmp_path)
     assert done.returncode == 0, done.stderr
     assert _navigation(tmp_path, "--check").returncode == 0
-    # the placeholder is gone from everything but navigation.py's detection; the name is where it is generated
+    # the repository's own name (or the placeholder) is gone from everything but navigation.py's detection:
+    # each mention of it was generated
     assert not own_copies(tmp_path, files, set(), None)
+    if navigation.REPOSITORY is not None:
+        assert not _counts(tmp_path, files, navigation.REPOSITORY)
     first = _counts(tmp_path, files, FIRST)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert f"(https://mybinder.org/v2/gh/{FIRST}/HEAD?urlpath=lab/tree/notebooks/00-index.ipynb)" in readme
@@ -170,7 +174,7 @@ def test_a_new_source_reaches_every_generated_link_and_leaves_nothing_behind(tmp
     (tmp_path / "pyproject.toml").write_text(
         SOURCE_LINE.sub(original_source, (tmp_path / "pyproject.toml").read_text(encoding="utf-8")), encoding="utf-8")
     assert _navigation(tmp_path).returncode == 0
-    assert not [p.relative_to(tmp_path).as_posix() for p in files if p.read_bytes() != originals[p]]
+    assert not [p.relative_to(tmp_path).as_posix() for p in copied if p.read_bytes() != originals[p]]
 
 
 def test_the_readme_opens_with_the_repository_links_block():
@@ -219,7 +223,7 @@ def test_citation_gets_the_repository_code_once_named(monkeypatch):
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("https://github.com/OWNER/REPOSITORY", None),
+    (f"https://github.com/{navigation.PLACEHOLDER}", None),
     ("https://github.com/acme/attention-step-by-step", "acme/attention-step-by-step"),
     ("https://github.com/acme/attention.step/", "acme/attention.step"),
     ("https://github.com/acme/attention.git", "acme/attention"),
