@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors mutation notebooks slides site bench induction-model clean grade-venv nbgrader present present-venv
+.PHONY: help setup web lab test test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader present present-venv release
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -31,12 +31,14 @@ help:
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
+	@echo "make navigation rewrite every generated link from pyproject.toml's [project.urls] Source (no re-execution)"
 	@echo "make mutation   nbval with a softmax 1 % wrong: every notebook must fail"
 	@echo "make bench      run the benchmarks (a few minutes)"
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
 	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
 	@echo "make present    JupyterLab with RISE on the index; PRESENT=notebooks/07-explorer.ipynb opens that deck live"
+	@echo "make release    bump the version (PART=minor, or patch, major), date CHANGELOG.md, build dist/, commit, tag"
 	@echo "make clean      remove .venv and build output"
 
 setup: $(STAMP)
@@ -93,6 +95,11 @@ notebooks: $(VENV)/.installed-publish
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py exercises/solutions/*.ipynb
 	$(BIN)/python tools/make_student_notebooks.py
+
+# Every link to the repository (README badges, notebooks' Colab links and set-up cells,
+# docs/), written from [project.urls] Source in pyproject.toml; the notebooks are not re-run.
+navigation: $(VENV)/.installed-publish
+	$(BIN)/python tools/navigation.py
 
 slides: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py slides
@@ -153,5 +160,13 @@ $(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides
 present: $(PRESENT_STAMP)
 	$(THREADS) $(PRESENT_VENV)/bin/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) --LabApp.default_url=$(PRESENT_URL) $(JUPYTER_ARGS)
 
+# --- releases: tools/release.py refuses while Source in pyproject.toml is the placeholder or
+# the working tree is dirty; then bumps helpers.__version__, moves CHANGELOG.md's [Unreleased]
+# into a dated section, updates CITATION.cff, builds dist/, commits and tags vX.Y.Z (no push).
+PART ?= minor
+
+release: $(VENV)/.installed-publish
+	$(BIN)/python tools/release.py $(PART)
+
 clean:
-	rm -rf $(VENV) $(GRADE_VENV) $(PRESENT_VENV) build test-artifacts *.egg-info
+	rm -rf $(VENV) $(GRADE_VENV) $(PRESENT_VENV) build dist test-artifacts *.egg-info

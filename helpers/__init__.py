@@ -6,4 +6,5 @@ attention : the vectorized NumPy kernels (softmax, masks, scaled dot-product att
 examples  : the documents' worked examples and printed figures, loaded from ``helpers/data/``
 """
 
+# The version, in one place: pyproject.toml reads it, `make release` bumps it.
 __version__ = "0.1.0"

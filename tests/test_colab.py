@@ -3,15 +3,18 @@
 tools/navigation.py writes both, into the numbered notebooks and the exercise
 notebooks (solution versions); tools/make_student_notebooks.py carries them into
 the student versions, with the link pointing at the student version itself.
-test_notebooks and test_exercises check that they are up to date. Here: what they say, and what the
-set-up cell does on Colab and elsewhere (run with a fake ``google.colab`` module and a recorded
-``subprocess.run``).
+test_notebooks and test_exercises check that they are up to date. Here: what they
+say, and what the set-up cell does on Colab and elsewhere, and with a file or
+folder named ``helpers`` beside the notebook (run in a fresh Python process, in a
+temporary folder, as a kernel runs it: a fake ``google.colab`` module, a recorded
+``subprocess.run``, and "not installed" simulated by a finder that sees only the
+notebook's folder).
 """
 
-import importlib.util
+import json
+import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import nbformat
@@ -30,18 +33,22 @@ EXERCISES = [
     for folder in ("solutions", "student")
     for path in sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
 ]
-INSTALL = ["-m", "pip", "install", "--quiet", "--no-deps", f"git+https://github.com/{navigation.REPOSITORY}"]
+# A repository name for the tests that need one, whatever pyproject.toml says.
+NAMED = "someone/attention-elsewhere"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_each_notebook_links_itself_in_colab_and_installs_first(path):
     nb = nbformat.read(path, as_version=4)
-    url = f"https://colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/notebooks/{path.name}"
-    assert f"[Open in Colab]({url})" in nb.cells[1].source
+    if navigation.REPOSITORY is None:  # not named yet: no link that leads nowhere
+        assert "colab.research.google.com" not in nb.cells[1].source
+    else:
+        url = f"https://colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/notebooks/{path.name}"
+        assert f"[Open in Colab]({url})" in nb.cells[1].source
     code = [c for c in nb.cells if c.cell_type == "code"]
     if code:
         assert "colab-install" in code[0].metadata.get("tags", [])
-        assert code[0].source == navigation.INSTALL_SOURCE
+        assert code[0].source == navigation.install_source()
         assert code[0].outputs == []
         # out of the learner's way (issue 17): collapsed to one line, never a slide
         assert code[0].metadata.get("jupyter", {}).get("source_hidden") is True
@@ -58,24 +65,28 @@ def test_there_are_exercise_notebooks_of_both_kinds():
 def test_each_exercise_notebook_links_itself_in_colab_and_installs_first(folder, path):
     """A student version links the student version (what a student opens), a solution version itself."""
     nb = nbformat.read(path, as_version=4)
-    url = f"https://colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/exercises/{folder}/{path.name}"
     top = nb.cells[1]
     assert "navigation" in top.metadata.get("tags", [])
-    assert top.source.endswith(f" | [Open in Colab]({url})")
     links = [c.source.count("colab.research.google.com") for c in nb.cells if c.cell_type == "markdown"]
-    assert sum(links) == 1, "one Colab link per notebook, in the top navigation cell"
+    if navigation.REPOSITORY is None:
+        assert sum(links) == 0, "no Colab link while the repository is not named"
+    else:
+        url = f"https://colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/exercises/{folder}/{path.name}"
+        assert top.source.endswith(f" | [Open in Colab]({url})")
+        assert sum(links) == 1, "one Colab link per notebook, in the top navigation cell"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "colab-install" in code[0].metadata.get("tags", [])
-    assert code[0].source == navigation.INSTALL_SOURCE
+    assert code[0].source == navigation.install_source()
     assert code[0].outputs == []
     assert all("colab-install" not in c.metadata.get("tags", []) for c in code[1:])
     if folder == "solutions":
         assert code[0].execution_count == 1, "run the solution notebooks with the cell in place"
 
 
-def test_the_exercise_colab_link_is_refreshed_not_repeated():
+def test_the_exercise_colab_link_is_refreshed_not_repeated(monkeypatch):
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+    monkeypatch.setattr(navigation, "REPOSITORY", NAMED)
     nb = new_notebook(cells=[
         new_markdown_cell("# E9"),
         new_markdown_cell("[Contents](../../notebooks/00-index.ipynb)", metadata={"tags": ["navigation"]}),
@@ -89,11 +100,16 @@ def test_the_exercise_colab_link_is_refreshed_not_repeated():
         "[Contents](../../notebooks/00-index.ipynb) | [Open in Colab]("
         f"{navigation.colab_url('E9-x.ipynb', 'exercises/solutions')})"
     )
-    assert [c.source for c in nb.cells if c.cell_type == "code"] == [navigation.INSTALL_SOURCE, "x = 1"]
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == [navigation.install_source(), "x = 1"]
     student = msn.student_version(nb, "E9-x.ipynb")
     assert student.cells[1].source.endswith(f"({navigation.colab_url('E9-x.ipynb', 'exercises/student')})")
     assert "exercises/solutions" not in student.cells[1].source
     assert navigation.set_colab_link(student.cells[1].source, None) == "[Contents](../../notebooks/00-index.ipynb)"
+    # Source set back to the placeholder: the link goes, the hand-written ones stay
+    monkeypatch.setattr(navigation, "REPOSITORY", None)
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    assert nb.cells[1].source == "[Contents](../../notebooks/00-index.ipynb)"
+    assert "colab" not in msn.student_version(nb, "E9-x.ipynb").cells[1].source
 
 
 def test_the_nbgrader_export_keeps_the_install_cell_and_drops_the_colab_link():
@@ -103,47 +119,160 @@ def test_the_nbgrader_export_keeps_the_install_cell_and_drops_the_colab_link():
     assert all("colab.research.google.com" not in c.source for c in nb.cells)
     assert "navigation" in nb.cells[1].metadata.get("tags", [])
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].source == navigation.INSTALL_SOURCE and "nbgrader" not in code[0].metadata
+    assert code[0].source == navigation.install_source() and "nbgrader" not in code[0].metadata
 
 
-def test_the_repository_placeholder_matches_the_readme_badges():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"mybinder.org/v2/gh/{navigation.REPOSITORY}/HEAD" in readme
-    assert f"colab.research.google.com/github/{navigation.REPOSITORY}/blob/main/" in readme
+# Runs cells as a kernel would: in a fresh Python, in the notebook's folder (sys.path[0] = ''), each
+# cell's code in one namespace. Colab: a fake google.colab module on the path. `helpers` and its
+# submodules are found on sys.path only, as with a regular install (setuptools' editable finder,
+# which this venv has, also finds `helpers.attention` under a `helpers` that is not the package).
+# "Installed": the real package on sys.path after the notebook's folder, as site-packages is; the
+# recorded pip install puts it there. Prints {"calls", "stdout", "error"} as JSON.
+KERNEL = r"""
+import contextlib, importlib.machinery, io, json, os, subprocess, sys
+
+cells, root, on_colab, installed = json.loads(sys.argv[1])
 
 
-def _run_install_cell(monkeypatch, capsys, *, on_colab, helpers_installed):
-    calls = []
-    monkeypatch.setattr(subprocess, "run", lambda args, **kw: calls.append((args, kw)))
-    if on_colab:
-        google = types.ModuleType("google")
-        google.colab = types.ModuleType("google.colab")
-        monkeypatch.setitem(sys.modules, "google", google)
-        monkeypatch.setitem(sys.modules, "google.colab", google.colab)
-    else:
-        monkeypatch.setitem(sys.modules, "google.colab", None)  # import google.colab -> ImportError
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec",
-        lambda name, *a: ((real_find_spec(name, *a) if helpers_installed else None) if name == "helpers"
-                          else real_find_spec(name, *a)),
+class OnSysPathOnly:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "helpers" and not name.startswith("helpers."):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+
+calls = []
+
+
+def pip(args, **kw):
+    calls.append([args, kw])
+    sys.path.append(root)
+
+
+subprocess.run = pip
+sys.meta_path.insert(0, OnSysPathOnly)
+if installed:
+    sys.path.append(root)
+if on_colab:
+    sys.path.append(os.path.join(os.getcwd(), "..", "fake-colab"))
+out, error = io.StringIO(), None
+namespace = {}
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    try:
+        for cell in cells:
+            exec(compile(cell, "cell", "exec"), namespace)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"calls": calls, "stdout": out.getvalue(), "error": error}))
+"""
+
+
+def _run_cells(tmp_path, cells, *, on_colab, installed, shadow=None):
+    """Run ``cells`` in a kernel-like process whose notebook folder is ``tmp_path/notebook``."""
+    folder = tmp_path / "notebook"
+    folder.mkdir(parents=True)
+    google = tmp_path / "fake-colab" / "google"
+    google.mkdir(parents=True)
+    (google / "__init__.py").write_text("")
+    (google / "colab.py").write_text("")
+    for name, text in (shadow or {}).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL, json.dumps([cells, str(ROOT), on_colab, installed])],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=120,
     )
-    exec(compile(navigation.INSTALL_SOURCE, "colab-install", "exec"), {})
-    assert capsys.readouterr() == ("", ""), "the set-up cell must print nothing"
-    return calls
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
-def test_the_set_up_cell_installs_the_repository_on_colab_when_helpers_is_missing(monkeypatch, capsys):
-    calls = _run_install_cell(monkeypatch, capsys, on_colab=True, helpers_installed=False)
-    assert len(calls) == 1
-    args, kw = calls[0]
-    assert args == [sys.executable, *INSTALL] and kw == {"check": True}
+def _named_install_source(monkeypatch):
+    monkeypatch.setattr(navigation, "REPOSITORY", NAMED)
+    return navigation.install_source()
 
 
-@pytest.mark.parametrize("on_colab, helpers_installed", [(False, False), (False, True), (True, True)])
-def test_the_set_up_cell_does_nothing_elsewhere_or_when_helpers_is_there(
-        monkeypatch, capsys, on_colab, helpers_installed):
-    assert _run_install_cell(monkeypatch, capsys, on_colab=on_colab, helpers_installed=helpers_installed) == []
+def test_the_set_up_cell_installs_the_repository_on_colab_when_the_package_is_missing(tmp_path, monkeypatch):
+    result = _run_cells(tmp_path, [_named_install_source(monkeypatch)], on_colab=True, installed=False)
+    assert result["calls"] == [[[sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                                 f"git+https://github.com/{NAMED}"], {"check": True}]]
+    assert result == {"calls": result["calls"], "stdout": "", "error": None}, "installed, then silent"
+
+
+@pytest.mark.parametrize("on_colab, installed", [(False, True), (True, True)])
+def test_the_set_up_cell_does_nothing_elsewhere_or_when_the_package_is_there(tmp_path, monkeypatch, on_colab,
+                                                                             installed):
+    """With the real package: no install, no output, no error (so nbval sees an empty cell)."""
+    result = _run_cells(tmp_path, [_named_install_source(monkeypatch)], on_colab=on_colab, installed=installed)
+    assert result == {"calls": [], "stdout": "", "error": None}
+
+
+def test_the_stored_set_up_and_import_cells_run_silently_with_the_real_package(tmp_path):
+    """Notebook 01's first two code cells as stored (the set-up cell as pyproject.toml names the repository)."""
+    nb = nbformat.read(ROOT / "notebooks" / "01-i-am-happy.ipynb", as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "code"][:2]
+    assert "from helpers import" in cells[1]
+    assert _run_cells(tmp_path, cells, on_colab=False, installed=True) == {"calls": [], "stdout": "", "error": None}
+
+
+SHADOWS = {
+    "a one-line helpers.py": ({"helpers.py": "x = 1\n"}, "helpers.py"),
+    "a helpers.py with a __version__": ({"helpers.py": "__version__ = '9'\n"}, "helpers.py"),
+    "a helpers/ package": ({"helpers/__init__.py": ""}, os.path.join("helpers", "__init__.py")),
+    # no __init__.py: a namespace package, which only hides a package that is not on sys.path
+    # (not installed, or installed editable: setuptools' editable finder comes after sys.path)
+    "an empty helpers/ folder": ({"helpers/notes.txt": ""}, "helpers"),
+}
+
+
+@pytest.mark.parametrize("shadow, named", SHADOWS.values(), ids=SHADOWS)
+@pytest.mark.parametrize("on_colab, installed", [(False, True), (False, False), (True, True), (True, False)])
+def test_a_helpers_beside_the_notebook_stops_it_at_once_naming_the_file(tmp_path, monkeypatch, shadow, named,
+                                                                        on_colab, installed):
+    """The set-up cell (and so the import cell after it) stops with the shadow's path and what to do.
+
+    On Colab the guard is not fooled by it: it sees that this collection's package cannot be
+    imported and installs it (which does not help while the shadow is there: the message says
+    what does), where a check for any `helpers` would skip the install.
+    """
+    nb = nbformat.read(ROOT / "notebooks" / "01-i-am-happy.ipynb", as_version=4)
+    import_cell = [c.source for c in nb.cells if c.cell_type == "code"][1]
+    result = _run_cells(tmp_path, [_named_install_source(monkeypatch), import_cell], on_colab=on_colab,
+                        installed=installed, shadow=shadow)
+    hidden = not (named == "helpers" and installed)
+    assert len(result["calls"]) == (1 if on_colab and hidden else 0)
+    assert result["stdout"] == ""
+    if not hidden:  # the installed package wins over a namespace folder: all is well
+        assert result["error"] is None
+        return
+    path = tmp_path / "notebook" / named
+    assert result["error"].startswith("ImportError: `import helpers` found ")
+    assert repr(str(path)) in result["error"] if named == "helpers" else f"found {path}, " in result["error"]
+    assert "not this collection's package: rename or move it, then restart the kernel" in result["error"]
+
+
+def test_without_a_name_the_set_up_cell_says_on_colab_that_it_has_nothing_to_install_from(tmp_path, monkeypatch):
+    monkeypatch.setattr(navigation, "REPOSITORY", None)
+    source = navigation.install_source()
+    assert "github.com" not in source and "subprocess" not in source
+    result = _run_cells(tmp_path, [source], on_colab=True, installed=False)
+    assert result["calls"] == []
+    assert result["error"].startswith("ImportError: Nothing to install from")
+    assert "pyproject.toml" in result["error"]
+    # anywhere else, and on Colab with the package there, the same cell is silent
+    for on_colab in (False, True):
+        assert _run_cells(tmp_path / str(on_colab), [source], on_colab=on_colab, installed=True) == {
+            "calls": [], "stdout": "", "error": None}
+
+
+def test_the_set_up_cell_is_short():
+    """Shown (collapsed) in every notebook: at most 25 lines, none over 120 columns."""
+    lines = navigation.install_source().splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 120
 
 
 def test_inserting_the_set_up_cell_keeps_one_top_to_bottom_run(tmp_path):
@@ -159,7 +288,7 @@ def test_inserting_the_set_up_cell_keeps_one_top_to_bottom_run(tmp_path):
     navigation._set_install_cell(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.execution_count for c in code] == [1, 2, 3]
-    assert code[0].source == navigation.INSTALL_SOURCE and code[2].outputs[0].execution_count == 3
+    assert code[0].source == navigation.install_source() and code[2].outputs[0].execution_count == 3
     before = nbformat.writes(nb)
     navigation._set_install_cell(nb)  # a second pass changes nothing
     assert nbformat.writes(nb) == before

@@ -19,8 +19,9 @@ notebook, and ``COURSE_ROOT/nbgrader_config.py``. In each notebook:
 - every other cell is kept as it is, outputs cleared, except that the top
   navigation cell loses its "Open in Colab" link: an nbgrader assignment is
   worked on and submitted in the course's JupyterHub, and the link would open
-  the solution notebook. The ``colab-install`` cell stays; outside Colab it does
-  nothing and prints nothing, so it changes neither the release nor autograding.
+  the solution notebook. The ``colab-install`` cell stays; outside Colab it
+  installs nothing (it only checks that ``import helpers`` finds this collection's
+  package) and prints nothing, so it changes neither the release nor autograding.
 
 Then, with nbgrader installed (``make grade-venv``)::
 

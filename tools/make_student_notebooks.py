@@ -81,11 +81,15 @@ def student_version(nb, name: str | None = None):
     return nb
 
 
+def student_text_of(nb, name: str) -> str:
+    """The text of the student notebook generated from the solution notebook ``nb`` named ``name``."""
+    text = nbformat.writes(student_version(nb, name))
+    return text if text.endswith("\n") else text + "\n"
+
+
 def student_text(solution_path: Path) -> str:
     """The text of the student notebook generated from ``solution_path``."""
-    nb = nbformat.read(solution_path, as_version=4)
-    text = nbformat.writes(student_version(nb, solution_path.name))
-    return text if text.endswith("\n") else text + "\n"
+    return student_text_of(nbformat.read(solution_path, as_version=4), solution_path.name)
 
 
 def expected(solutions: Path = SOLUTIONS, student: Path = STUDENT) -> dict[Path, str | None]:
