@@ -223,7 +223,8 @@ def test_binder_scripts_live_in_binder():
 
 def test_readme_binder_badge_opens_the_index_in_jupyterlab():
     readme = (ROOT / "README.md").read_text()
-    badge = re.search(r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]\((https://mybinder\.org/v2/gh/[^)]+)\)", readme)
+    badge = re.search(r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]"
+                      r"\((https://mybinder\.org/v2/gh/[^)]+)\)", readme)
     assert badge, "README.md has no Binder badge"
     url = badge.group(1)
     assert re.fullmatch(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/HEAD\?urlpath=lab/tree/(.+)", url)
@@ -259,4 +260,5 @@ def test_floors_constraints_pin_every_requirement_at_its_floor():
     for bad in ("numpy", "numpy==1.24", "numpy>=1.24,<3"):
         with pytest.raises(ValueError, match="floor"):
             floors.floor_of(bad)
-    assert re.search(r"^test-floors:\n\t\$\(PYTHON\) tools/floors\.py run$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test-floors:\n\t\$\(PYTHON\) tools/floors\.py run$", makefile, re.MULTILINE)
