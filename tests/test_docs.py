@@ -67,10 +67,13 @@ def test_the_readme_is_short_and_starts_with_the_repository_links_block():
     assert "[![Binder]" in block and "[![Open In Colab]" in block
 
 
-def test_the_readme_names_the_placeholder_only_inside_the_links_block():
+def test_the_readme_names_the_repository_only_inside_the_links_block():
+    """The repository's GitHub path (pyproject.toml's one setting) appears only where navigation.py writes it."""
+    path = re.sub(r"^https://github\.com/", "", _project()["urls"]["Source"]).strip("/")
+    assert path.count("/") == 1, path
     text = README.read_text(encoding="utf-8")
     outside = text[: text.index(LINKS_START)] + text[text.index(LINKS_END):]
-    assert "OWNER/REPOSITORY" not in outside
+    assert path not in outside
 
 
 def test_the_readme_gives_the_commands_the_start_the_routes_and_the_links():
