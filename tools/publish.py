@@ -319,8 +319,7 @@ def _page_shell(title: str, body: str, nav: str = "") -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n"
-        "<link rel=\"icon\" href=\"data:,\">\n"
-        f"<title>{html.escape(title)}</title>\n"
+        f"<link rel=\"icon\" href=\"data:,\">\n<title>{html.escape(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;line-height:1.5}"
         "code,pre{background:#f3f3f3}pre{padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere}"
         "table{border-collapse:collapse}"
