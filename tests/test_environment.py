@@ -223,8 +223,7 @@ def test_binder_scripts_live_in_binder():
 
 def test_readme_binder_badge_opens_the_index_in_jupyterlab():
     readme = (ROOT / "README.md").read_text()
-    badge = re.search(r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]"
-                      r"\((https://mybinder\.org/v2/gh/[^)]+)\)", readme)
+    badge = re.search(r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]\((https://mybinder\.org/v2/gh/[^)]+)\)", readme)
     assert badge, "README.md has no Binder badge"
     url = badge.group(1)
     assert re.fullmatch(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/HEAD\?urlpath=lab/tree/(.+)", url)
