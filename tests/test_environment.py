@@ -58,10 +58,16 @@ def test_the_runtime_is_what_a_notebook_imports():
 
 
 def test_license_is_an_spdx_string_with_its_file():
+    """Code under MIT, prose and figures under CC BY 4.0: the SPDX expression and LICENSE say the same."""
     project = _project()
-    assert project["license"] == "MIT"
+    assert project["license"] == "MIT AND CC-BY-4.0"
     assert project["license-files"] == ["LICENSE*"]
-    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    text = (ROOT / "LICENSE").read_text()
+    mit = text.index("\nMIT License\n")
+    cc = text.index("\nCreative Commons Attribution 4.0 International (CC BY 4.0)\n")
+    assert "Permission is hereby granted, free of charge" in text[mit:cc]
+    assert "https://creativecommons.org/licenses/by/4.0/" in text[cc:]
+    assert "not\nredistributed" in text or "not redistributed" in text  # the source documents
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
     assert build["requires"] == ["setuptools>=77"]  # the first with PEP 639 license metadata
 
@@ -79,13 +85,66 @@ def test_every_extra_a_make_target_needs_is_installed_by_it():
     assert re.search(r'pip install .*-e "\.\[\$\*\]"', makefile)
 
 
-def _conda_requirements():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+# PyPI name -> conda-forge name, for every requirement of pyproject.toml, and ruff, the linter.
+# Each was checked against its conda-forge feedstock (github.com/conda-forge/<name>-feedstock: the
+# package name its recipe builds) and its anaconda.org/conda-forge page; docs/reference.md
+# ("conda") lists them. Two differ, and the PyPI name means something else on conda-forge:
+CONDA_FORGE = {
+    "numpy": "numpy",
+    "matplotlib": "matplotlib",
+    "ipywidgets": "ipywidgets",
+    "pillow": "pillow",
+    "ipykernel": "ipykernel",
+    "jupyterlab": "jupyterlab",
+    "nbformat": "nbformat",
+    "nbclient": "nbclient",
+    "nbconvert": "nbconvert",
+    "pytest": "pytest",
+    "nbval": "nbval",
+    "hypothesis": "hypothesis",
+    "pyyaml": "pyyaml",
+    "playwright": "playwright-python",  # conda-forge's `playwright` is the Node.js tool
+    "ruff": "ruff",
+    "threadpoolctl": "threadpoolctl",
+    "jupyterlab-rise": "jupyterlab_rise",  # conda-forge's `rise` is RISE 5, for the classic notebook
+    "nbgrader": "nbgrader",
+}
+PYPI = {conda: pypi for pypi, conda in CONDA_FORGE.items()}
+
+
+def _conda_split(dependency):
+    """'jupyterlab_rise>=0.43' -> ('jupyterlab_rise', '>=0.43'): conda names are exact, not normalised."""
+    match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(.*)", dependency.strip())
+    assert match, f"cannot read the conda dependency {dependency!r}"
+    return match.group(1), match.group(2).replace(" ", "")
+
+
+def _conda_dependencies(path):
+    env = yaml.safe_load(path.read_text())
     deps = [d for d in env["dependencies"] if isinstance(d, str)]
-    return {name: spec for name, spec in map(_split, deps) if name not in {"python", "pip"}}
+    return dict(_conda_split(d) for d in deps if not re.match(r"(python|pip)\b", d))
+
+
+def _conda_requirements(path=ROOT / "environment.yml"):
+    """environment.yml's dependencies by PyPI name (through CONDA_FORGE)."""
+    return {PYPI.get(name, name): spec for name, spec in _conda_dependencies(path).items()}
+
+
+def test_every_requirement_has_its_conda_forge_name_in_the_table():
+    missing = set(_pyproject_requirements()) - set(CONDA_FORGE)
+    assert not missing, f"add the conda-forge names of {sorted(missing)} to CONDA_FORGE (check each one)"
+
+
+@pytest.mark.parametrize("path", ["environment.yml", "binder/environment.yml"])
+def test_environment_files_use_conda_forge_names(path):
+    for name in _conda_dependencies(ROOT / path):
+        if name in CONDA_FORGE and CONDA_FORGE[name] != name:
+            pytest.fail(f"{path}: {name!r} is the PyPI name; on conda-forge it is {CONDA_FORGE[name]!r}")
+        assert name in PYPI, f"{path}: {name!r} is not in CONDA_FORGE: check its conda-forge name and add it"
 
 
 def test_environment_yml_matches_pyproject():
+    """The developers' environment: every requirement of pyproject.toml, at the same floor."""
     assert _conda_requirements() == _pyproject_requirements()
 
 
@@ -114,19 +173,51 @@ def test_ci_runs_make_test_and_the_floors():
     assert re.search(r"^make test-floors$", ci, re.MULTILINE)
 
 
-def test_binder_is_configured_at_the_root():
-    """Binder builds from environment.yml, then runs postBuild; `start` wraps the server."""
+BINDER = ROOT / "binder"
+
+
+def _version(text):
+    return tuple(int(part) for part in text.split("."))
+
+
+def test_binder_image_holds_the_runtime_and_jupyterlab_only():
+    """binder/environment.yml: what a learner needs, nothing for tests, slides or grading."""
+    env = yaml.safe_load((BINDER / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    names = _conda_dependencies(BINDER / "environment.yml")
+    for tool in ("nbgrader", "jupyterlab_rise", "rise", "pytest", "nbval", "hypothesis", "playwright-python",
+                 "playwright", "nbconvert", "ruff"):
+        assert tool not in names, f"binder/environment.yml: {tool} does not belong in a learner's image"
+    deps = _conda_requirements(BINDER / "environment.yml")
+    assert set(deps) == RUNTIME | {"jupyterlab"}
+    floors = _pyproject_requirements()
+    for name, spec in deps.items():
+        assert spec.startswith(">="), f"binder/environment.yml: {name}{spec} is not a floor"
+        assert _version(spec[2:]) >= _version(floors[name][2:]), f"binder: {name}{spec} is below {floors[name]}"
+
+
+def test_binder_pins_python_as_repo2docker_reads_it():
+    """repo2docker understands only python=X.Y; python>=3.11 would start it at its default Python."""
+    env = yaml.safe_load((BINDER / "environment.yml").read_text())
+    python = [d for d in env["dependencies"] if isinstance(d, str) and re.match(r"python\b", d)]
+    assert len(python) == 1 and re.fullmatch(r"python=3\.\d+", python[0]), python
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires.startswith(">=") and _version(python[0].split("=")[1]) >= _version(requires[2:])
+    assert python == ["python=3.12"]
+
+
+def test_binder_scripts_live_in_binder():
+    """repo2docker reads binder/ and then ignores the root: postBuild and start must be in binder/."""
     import os
 
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    names = {_split(d)[0] for d in env["dependencies"] if isinstance(d, str)}
-    assert {"jupyterlab", "ipywidgets", "numpy", "matplotlib"} <= names
     for script in ("postBuild", "start"):
-        path = ROOT / script
+        assert not (ROOT / script).exists(), f"{script} at the root is ignored by repo2docker: keep it in binder/"
+        path = BINDER / script
         assert path.read_text().startswith("#!/usr/bin/env bash"), script
-        assert os.access(path, os.X_OK), f"{script} must be executable"
-    assert "pip install --no-deps -e ." in (ROOT / "postBuild").read_text()
-    start = (ROOT / "start").read_text()
+        assert os.access(path, os.X_OK), f"binder/{script} must be executable"
+    # repo2docker runs postBuild from the repository root, so "." is the project
+    assert re.search(r"^pip install --no-deps -e \.$", (BINDER / "postBuild").read_text(), re.MULTILINE)
+    start = (BINDER / "start").read_text()
     assert "OPENBLAS_NUM_THREADS=1" in start and start.rstrip().endswith('exec "$@"')
 
 

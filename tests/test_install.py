@@ -67,7 +67,7 @@ def test_the_wheel_holds_every_module_and_every_data_file(wheel):
             assert json.loads(zf.read(name))["name"] == Path(name).stem
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert re.search(r"^License-Expression: MIT$", metadata, re.MULTILINE)
+    assert re.search(r"^License-Expression: MIT AND CC-BY-4\.0$", metadata, re.MULTILINE)  # see LICENSE
     print(f"\nwheel {path.name}: {path.stat().st_size / 1024:.0f} KiB, {len(jsons)} JSON files")
 
 

@@ -385,6 +385,79 @@ def test_widgets_are_saved_in_the_pages_that_show_them(site):
             assert "html-manager/dist/embed-amd.js" in html
 
 
+# ---------------------------------------------------------------------------
+# The documents on the site (docs/*.md, CONTRIBUTING, CHANGELOG, LICENSE)
+# ---------------------------------------------------------------------------
+
+
+def test_a_document_link_leads_to_a_page_or_becomes_text(tmp_path):
+    source = ROOT / "docs" / "reference.md"
+    page = tmp_path / "docs" / "reference.html"
+    body = (
+        '<a href="teaching.md#live-lecture-mode-rise">plan</a> '
+        '<a href="../notebooks/01-i-am-happy.ipynb">01</a> '
+        '<a href="../CONTRIBUTING.md#releasing">releasing</a> '
+        '<a href="../LICENSE">licence</a> '
+        '<a href="../tools/publish.py"><code>tools/publish.py</code></a> '
+        '<a href="../binder/">binder</a> '
+        '<a href="../README.md">the README</a> '
+        '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY</a> '
+        '<a href="#threads">threads</a>'
+    )
+    out = publish.document_links(body, source, page, tmp_path)
+    assert 'href="teaching.html#live-lecture-mode-rise"' in out
+    assert 'href="../notebooks/01-i-am-happy.html"' in out
+    assert 'href="../CONTRIBUTING.html#releasing"' in out
+    assert 'href="../LICENSE.html"' in out
+    # not on the site: the text stays, the link goes
+    assert "<code>tools/publish.py</code>" in out and "publish.py\"" not in out
+    assert " binder " in out and "the README" in out and "README.md" not in out
+    assert 'href="https://creativecommons.org/licenses/by/4.0/"' in out and 'href="#threads"' in out
+    assert ".md" not in out.replace("README", "")
+
+
+def test_document_headings_get_githubs_anchors():
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    text = "# Reference\n\n## The `helpers` package\n\n## Section 5.2\n\n## Live lecture mode: RISE\n\n"
+    text += "## Tests\n\n## Tests\n"
+    body = publish.heading_ids(markdown2html_mistune(text))
+    ids = re.findall(r'<h[1-6] id="([^"]*)"', body)
+    assert ids == ["reference", "the-helpers-package", "section-52", "live-lecture-mode-rise", "tests", "tests-1"]
+    assert "anchor-link" not in body  # no bare ¶ link for a screen reader to read out
+
+
+def test_every_document_is_a_page_of_the_site(site):
+    entry = (site / "index.html").read_text(encoding="utf-8")
+    for doc in publish.site_documents():
+        rel = doc.relative_to(ROOT).with_suffix(".html").as_posix()
+        html = (site / rel).read_text(encoding="utf-8")
+        assert '<html lang="en">' in html, rel
+        assert f"<title>{publish.document_title(doc)}</title>" in html.replace("&quot;", '"'), rel
+        assert '<nav aria-label="Site">' in html and "<main>" in html, rel
+        assert f'href="{rel}"' in entry, f"the site's entry page does not link {rel}"
+    expected = {"reference.md", "teaching.md", "glossary.md", "accessibility.md", "sources.md", "CONTRIBUTING.md",
+                "CHANGELOG.md"}
+    assert {d.name for d in publish.site_documents()} >= expected
+    assert "MIT License" in (site / "LICENSE.html").read_text(encoding="utf-8")
+    assert 'href="LICENSE.html"' in entry
+
+
+def test_links_of_the_documents_lead_to_pages_and_their_anchors(site):
+    """A document's links on the site: no .md or .ipynb left, every target page built, every #anchor an id."""
+    for doc in publish.site_documents():
+        page = _page_of(site, doc)
+        for tag, _, value in links_of(page):
+            parts = urlsplit(value)
+            if tag != "a" or parts.scheme:
+                continue
+            assert not parts.path.endswith((".md", ".ipynb")), f"{page.name}: {value}"
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            assert target.is_file(), f"{page.name}: {value} points at nothing"
+            if parts.fragment:
+                assert f'id="{parts.fragment}"' in target.read_text(encoding="utf-8"), f"{page.name}: {value}"
+
+
 def test_the_deck_follows_the_slide_metadata(deck):
     nb = publish.deck_notebook(nbformat.read(DECK_SOURCE, as_version=4))  # collapsed cells are not slides
     types = [slide_metadata.slide_type_of(c) for c in nb.cells]

@@ -17,6 +17,14 @@ zipped, copied to a USB stick or served by any static web server, and no page
 asks the network for anything. Links between notebooks are rewritten to the
 built pages.
 
+The site also publishes the repository's documents (:func:`site_documents`:
+``docs/*.md``, CONTRIBUTING.md, CHANGELOG.md, and LICENSE as text) as pages in
+the same look, with ``lang``, a title and a navigation bar; their headings get
+GitHub's anchors, so ``reference.md#threads`` works on both. A link from a
+document to another document or a notebook is rewritten to its page; a link to
+a file the site does not publish (a script, a folder) keeps its text and loses
+the link, so no page points at nothing.
+
 Slide decks follow each cell's slide type (tools/slide_metadata.py); decks
 open with reveal.js keyboard navigation (arrows, space, ``s`` for the speaker
 view, whose notes plugin is vendored too). "notes" cells become the speaker
@@ -43,6 +51,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import nbformat
 
@@ -75,6 +84,11 @@ def site_notebooks() -> list[Path]:
     for folder in ("student", "solutions"):
         pages += sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
     return pages
+
+
+def site_documents() -> list[Path]:
+    """The repository's documents the site publishes as pages: docs/*.md, then CONTRIBUTING and CHANGELOG."""
+    return sorted((ROOT / "docs").glob("*.md")) + [ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md"]
 
 
 def title_of(nb, default: str) -> str:
@@ -297,15 +311,23 @@ def _remove_stale(out: Path, keep: list[Path]) -> None:
             page.unlink()
 
 
-def _page_shell(title: str, body: str) -> str:
-    """A plain page (the slides' list, the site's documents) in the same look as the notebooks."""
+def _page_shell(title: str, body: str, nav: str = "") -> str:
+    """A plain page (the slides' list, the site's documents) in the same look as the notebooks.
+
+    ``nav``, when given, is a navigation bar above the page's ``<main>``. Code blocks wrap
+    rather than scroll: a scrolling block would need to be reachable from the keyboard.
+    """
+    if nav:
+        body = f'<header>\n<nav aria-label="Site">{nav}</nav>\n</header>\n<main>\n{body}\n</main>'
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n"
         f"<link rel=\"icon\" href=\"data:,\">\n<title>{html.escape(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;line-height:1.5}"
-        "code,pre{background:#f3f3f3}pre{padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.2em .5em}</style>\n"
+        "code,pre{background:#f3f3f3}pre{padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere}"
+        "table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.2em .5em}a{color:#0645ad}"
+        "header nav{border-bottom:1px solid #ccc;padding-bottom:.5em;margin-bottom:1em}</style>\n"
         f"</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
 
@@ -374,21 +396,122 @@ def _relink_site(body: str) -> str:
     return MARKDOWN_LINK.sub(lambda m: m.group(1) + m.group(2) + ".html" + m.group(3), body)
 
 
+SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:|^//", re.IGNORECASE)
+ANCHOR = re.compile(r'<a href="([^"]*)"([^>]*)>(.*?)</a>', re.DOTALL)
+# mistune's heading, as nbconvert renders it: <hN id="Jupyter-style-id">text<a class="anchor-link" ...>¶</a></hN>
+HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?)(?:<a class="anchor-link" href="[^"]*">[^<]*</a>)?</h\1>', re.DOTALL)
+LICENSE_FILE = "LICENSE"
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"<[^>]+>", "", html.unescape(text))  # the heading's text, without markup
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a markdown link: its text
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def heading_ids(body: str) -> str:
+    """Give each heading of a rendered document GitHub's anchor as its id (and drop the ¶ link)."""
+    seen: dict[str, int] = {}
+
+    def one(m):
+        slug = github_slug(m.group(2))
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        ident = slug if n == 0 else f"{slug}-{n}"
+        return f'<h{m.group(1)} id="{ident}">{m.group(2)}</h{m.group(1)}>'
+
+    return HEADING.sub(one, body)
+
+
+def _published(rel: Path) -> Path | None:
+    """The site page (relative to the site's root) of the repository file ``rel``, or None."""
+    if (ROOT / rel) in site_documents():
+        return rel.with_suffix(".html")
+    if rel.as_posix() == LICENSE_FILE:
+        return Path("LICENSE.html")
+    if rel.suffix == ".ipynb" and (ROOT / rel) in site_notebooks():
+        return rel.with_suffix(".html")
+    return None
+
+
+def document_links(body: str, source: Path, page: Path, out: Path) -> str:
+    """The links of ``source`` (a document of the repository) as they work from ``page`` on the site.
+
+    A link to a published document or notebook leads to its page (anchor kept); a link
+    to anything else in the repository keeps its text and loses the link; links to
+    other sites and to anchors of the same page are kept.
+    """
+
+    def one(m):
+        href = html.unescape(m.group(1))
+        if SCHEME.match(href) or href.startswith("#"):
+            return m.group(0)
+        path, _, anchor = href.partition("#")
+        target = Path(os.path.normpath(source.parent / unquote(path)))
+        try:
+            rel = target.relative_to(ROOT)
+        except ValueError:  # outside the repository
+            return m.group(3)
+        published = _published(rel)
+        if published is None:
+            return m.group(3)
+        new = Path(os.path.relpath(out / published, page.parent)).as_posix() + (f"#{anchor}" if anchor else "")
+        return f'<a href="{html.escape(new)}"{m.group(2)}>{m.group(3)}</a>'
+
+    return ANCHOR.sub(one, body)
+
+
+def _document_nav(page: Path, out: Path) -> str:
+    """The navigation bar of a document's page: the collection's start and every document."""
+
+    def link(target: Path, text: str) -> str:
+        href = Path(os.path.relpath(out / target, page.parent)).as_posix()
+        current = ' aria-current="page"' if (out / target) == page else ""
+        return f'<a href="{href}"{current}>{html.escape(text)}</a>'
+
+    items = [link(Path("notebooks/00-index.html"), "Attention, Step by Step")]
+    for doc in site_documents():
+        items.append(link(doc.relative_to(ROOT).with_suffix(".html"), doc.stem.capitalize()))
+    items.append(link(Path("LICENSE.html"), "Licence"))
+    return " · ".join(items)
+
+
+def document_title(path: Path) -> str:
+    """A markdown document's title: its first ``# `` heading, as plain text."""
+    text = path.read_text(encoding="utf-8")
+    heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
+    return re.sub(r"[*_`]", "", heading)
+
+
 def _markdown_page(path: Path, out: Path) -> Path:
-    """A markdown document of the repository (docs/*.md) as a plain page."""
+    """A markdown document of the repository (docs/*.md, CONTRIBUTING.md, ...) as a page of the site."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
     page = out / path.relative_to(ROOT).with_suffix(".html")
     page.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text(encoding="utf-8")
-    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
-    body = _relink_site(markdown2html_mistune(text))
-    page.write_text(_page_shell(title, body), encoding="utf-8")
+    body = document_links(heading_ids(markdown2html_mistune(text)), path, page, out)
+    page.write_text(_page_shell(document_title(path), body, _document_nav(page, out)), encoding="utf-8")
     return page
 
 
+def _license_page(out: Path) -> Path:
+    page = out / "LICENSE.html"
+    text = (ROOT / LICENSE_FILE).read_text(encoding="utf-8")
+    body = f"<h1>Licence</h1>\n<pre>{html.escape(text)}</pre>"
+    page.write_text(_page_shell("Attention, Step by Step: licence", body, _document_nav(page, out)), encoding="utf-8")
+    return page
+
+
+def build_documents(out: Path = BUILD / "site") -> list[Path]:
+    """The repository's documents (:func:`site_documents`, and LICENSE) as pages of the site in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    return [_markdown_page(doc, out) for doc in site_documents()] + [_license_page(out)]
+
+
 def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> list[Path]:
-    """The collection as static HTML: every notebook, docs/*.md and an index.html entry page."""
+    """The collection as static HTML: every notebook, the documents and an index.html entry page."""
     whole = not paths  # a full build also removes the pages of notebooks that no longer exist
     paths = [Path(p).resolve() for p in (paths or site_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
@@ -405,11 +528,14 @@ def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> l
         page.write_text(_relink_site(body), encoding="utf-8")
         built.append(page)
         print(f"publish: {out.name}/{page.relative_to(out)}", flush=True)
-    for doc in sorted((ROOT / "docs").glob("*.md")):
-        built.append(_markdown_page(doc, out))
+    built += build_documents(out)
+    documents = [(d.relative_to(ROOT).with_suffix(".html").as_posix(), document_title(d)) for d in site_documents()]
+    documents.append(("LICENSE.html", "Licence"))
+    items = "\n".join(f'<li><a href="{href}">{html.escape(title)}</a></li>' for href, title in documents)
     entry = (
         '<meta http-equiv="refresh" content="0; url=notebooks/00-index.html">\n'
-        '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>'
+        '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>\n'
+        f"<ul>\n{items}\n</ul>"
     )
     (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry), encoding="utf-8")
     if whole:

@@ -3,12 +3,18 @@
     python tools/web_assets.py            make build/vendor/ up to date
     python tools/web_assets.py --check    exit 1 if build/vendor/ is missing or stale
 
-The slide decks (tools/build_slides.py) and the static site
-(tools/build_site.py) must work with no network when they are viewed, so
-reveal.js, RequireJS, MathJax and ipywidgets' HTML manager are served from
-files next to the pages. They come from the npm registry as package
-tarballs, pinned in ``web/packages.json`` by version *and* by the registry's
-sha512 integrity hash: a tarball that does not match is refused. Only the
+The slide decks and the static site (both built by tools/publish.py:
+``make slides``, ``make site``) must work with no network when they are
+viewed, so reveal.js, RequireJS, MathJax and ipywidgets' HTML manager are
+served from files next to the pages; publish.py copies them from
+``build/vendor/``. axe-core is fetched the same way for the accessibility
+test (tests/test_accessibility.py) and is never copied into a build
+(``make web`` runs this script; ``make slides``, ``site`` and ``test`` depend
+on it).
+
+Each package comes from the npm registry as a tarball, pinned in
+``web/packages.json`` by version *and* by the registry's sha512 integrity
+hash: a tarball that does not match is refused. Only the
 paths listed under ``keep`` are unpacked (minus any name containing a
 ``drop`` string), into ``build/vendor/<package name>/``.
 
