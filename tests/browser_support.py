@@ -14,9 +14,11 @@ also collected by ``--doctest-modules``, where Playwright may be missing).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,6 +82,32 @@ def unavailable():
     if importlib.util.find_spec("playwright") is None:
         return f"Playwright is not installed: {ENABLE}"
     return None
+
+
+@contextlib.contextmanager
+def served_page(server, artifacts, log_name, viewport=None, timeout_ms=90_000):
+    """Start ``server`` (a :class:`JupyterLab`) and yield a Chromium page for it, as ``page.server``.
+
+    On the way out the browser closes, the server stops, and its log is copied to
+    ``artifacts / log_name``.
+    """
+    from playwright import sync_api
+
+    try:
+        server.start(timeout=120)
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport=viewport or {"width": 1400, "height": 1000})
+                page.set_default_timeout(timeout_ms)
+                page.server = server
+                yield page
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(server.log_path, Path(artifacts) / log_name)
 
 
 def free_port():

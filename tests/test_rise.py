@@ -20,7 +20,6 @@ arrow-key shortcuts off a focused slider, else the arrows never reach it.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from browser_support import CHROMIUM_ARGS, JupyterLab, chromium_path, unavailable
+from browser_support import JupyterLab, served_page, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -62,29 +61,13 @@ def rise_page(tmp_path_factory):
         pytest.skip(reason)
     if not (ROOT / ".venv-present" / ".installed").exists():
         subprocess.run(["make", "present-venv"], cwd=ROOT, check=True, timeout=1800)
-    from playwright import sync_api
-
     root = tmp_path_factory.mktemp("rise-root")
     _fixture_notebook(root / NOTEBOOK)
     server = JupyterLab(root, tmp_path_factory.mktemp("rise-home"), python=PRESENT_PYTHON)
-    try:
-        server.start(timeout=120)
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(TIMEOUT_MS)
-                page.requests = []
-                page.on("request", lambda r: page.requests.append(r.url))
-                page.server = server
-                yield page
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(server.log_path, ARTIFACTS / "jupyter-server-rise.log")
+    with served_page(server, ARTIFACTS, "jupyter-server-rise.log", timeout_ms=TIMEOUT_MS) as page:
+        page.requests = []
+        page.on("request", lambda r: page.requests.append(r.url))
+        yield page
 
 
 def _present_slide(page):
