@@ -27,7 +27,8 @@ README = ROOT / "README.md"
 LINKS_START = "<!-- repository-links: written by tools/navigation.py from [project.urls] Source in pyproject.toml -->"
 LINKS_END = "<!-- /repository-links -->"
 DOCUMENTS = sorted(
-    [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md"),
+    [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "exercises" / "README.md",
+     *(ROOT / "docs").glob("*.md"),
      *(ROOT / ".github" / "ISSUE_TEMPLATE").glob("*.md")]
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")

@@ -118,10 +118,15 @@ def test_low_precision_float32_accumulation_never_stores_the_scores_in_float16()
 
 
 def _nearest_weights(x_query, x_train):
-    """Uniform over the nearest training points, by plain Python comparison (1-D)."""
+    """Uniform over the nearest training points, by exact comparison (1-D, in fractions).
+
+    Exact, not float: 1e200 - 2 rounds to 1e200 - 0, yet 2 is the nearer point.
+    """
+    from fractions import Fraction
+
     rows = []
     for x in x_query:
-        dist = [abs(x - t) for t in x_train]
+        dist = [abs(Fraction(x) - Fraction(t)) for t in x_train]
         best = min(dist)
         near = [d == best for d in dist]
         rows.append([w / sum(near) for w in near])

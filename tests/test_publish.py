@@ -436,9 +436,9 @@ def test_every_document_is_a_page_of_the_site(site):
         assert f"<title>{publish.document_title(doc)}</title>" in html.replace("&quot;", '"'), rel
         assert '<nav aria-label="Site">' in html and "<main>" in html, rel
         assert f'href="{rel}"' in entry, f"the site's entry page does not link {rel}"
-    expected = {"reference.md", "teaching.md", "glossary.md", "accessibility.md", "sources.md", "CONTRIBUTING.md",
-                "CHANGELOG.md"}
-    assert {d.name for d in publish.site_documents()} >= expected
+    expected = {"docs/reference.md", "docs/teaching.md", "docs/glossary.md", "docs/accessibility.md",
+                "docs/sources.md", "exercises/README.md", "CONTRIBUTING.md", "CHANGELOG.md"}
+    assert {d.relative_to(ROOT).as_posix() for d in publish.site_documents()} >= expected
     assert "MIT License" in (site / "LICENSE.html").read_text(encoding="utf-8")
     assert 'href="LICENSE.html"' in entry
 

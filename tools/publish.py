@@ -18,7 +18,7 @@ asks the network for anything. Links between notebooks are rewritten to the
 built pages.
 
 The site also publishes the repository's documents (:func:`site_documents`:
-``docs/*.md``, CONTRIBUTING.md, CHANGELOG.md, and LICENSE as text) as pages in
+``docs/*.md``, exercises/README.md, CONTRIBUTING.md, CHANGELOG.md, and LICENSE as text) as pages in
 the same look, with ``lang``, a title and a navigation bar; their headings get
 GitHub's anchors, so ``reference.md#threads`` works on both. A link from a
 document to another document or a notebook is rewritten to its page; a link to
@@ -87,8 +87,9 @@ def site_notebooks() -> list[Path]:
 
 
 def site_documents() -> list[Path]:
-    """The repository's documents the site publishes as pages: docs/*.md, then CONTRIBUTING and CHANGELOG."""
-    return sorted((ROOT / "docs").glob("*.md")) + [ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md"]
+    """The repository's documents the site publishes as pages: docs/*.md, exercises/README, CONTRIBUTING, CHANGELOG."""
+    return sorted((ROOT / "docs").glob("*.md")) + [
+        ROOT / "exercises" / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md"]
 
 
 def title_of(nb, default: str) -> str:
@@ -472,7 +473,8 @@ def _document_nav(page: Path, out: Path) -> str:
 
     items = [link(Path("notebooks/00-index.html"), "Attention, Step by Step")]
     for doc in site_documents():
-        items.append(link(doc.relative_to(ROOT).with_suffix(".html"), doc.stem.capitalize()))
+        name = doc.parent.name if doc.stem == "README" else doc.stem  # exercises/README.md: "Exercises"
+        items.append(link(doc.relative_to(ROOT).with_suffix(".html"), name.capitalize()))
     items.append(link(Path("LICENSE.html"), "Licence"))
     return " · ".join(items)
 
