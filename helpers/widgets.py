@@ -76,7 +76,7 @@ import numpy as np
 from . import figures as _figures
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
-from .plots import AttentionFigure, _GlyphCache, _symmetric_limit
+from .plots import CELL_TEXT_SIZE, AttentionFigure, _GlyphCache, _symmetric_limit
 
 __all__ = [
     "AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible",
@@ -915,6 +915,8 @@ class TrainedHeadExplorer:
             ax = figure.subplots()
             labels = [f"{t}{i}" if n > 1 else t for i, t in enumerate(self.tokens)]
             image = _th_heatmap(self._weights, labels, labels, ax=ax, title=title, annotate=n <= ANNOTATE_TOKENS)
+            for text in ax.texts:
+                text.set_fontsize(CELL_TEXT_SIZE)  # 10 px at 72 dpi, as in AttentionExplorer
             self._figure = (figure, image, list(ax.texts))  # the cell values, row by row
             self._figure_key = tuple(self._ids)
             figure.savefig(io.BytesIO(), format="png", dpi=72)  # lay it out once ...

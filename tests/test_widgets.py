@@ -498,3 +498,19 @@ def test_random_mode_keeps_one_colour_scale_so_unscaled_scores_run_off_it():
     view.controls["scaled"].value = False
     assert view._figure.im_scores.get_clim() == (-3.0, 3.0)
     assert np.mean(np.abs(view.scores) > 3) > 0.8 > 0.1 > scaled_off_scale
+
+
+def test_the_trained_heads_explorer_writes_its_weights_10_pixels_high():
+    from helpers.widgets import TrainedHeadExplorer
+
+    view = TrainedHeadExplorer(text="A B C D A B C", layer=1, head=0)
+    figure, _, texts = view._figure
+    assert len(texts) == 49
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for text in texts:
+        assert text.get_fontsize() >= 10  # points; _png() saves at 72 dpi, so a point is a pixel
+        box = text.get_window_extent(renderer=renderer)
+        cell = text.axes.transData.transform([(0, 0), (1, 0)])
+        assert box.width <= cell[1, 0] - cell[0, 0], f"{text.get_text()!r} is wider than its cell"
