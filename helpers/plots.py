@@ -394,6 +394,11 @@ class _GlyphCache:
 
 
 LABEL_MAX = 24  # tokens written beside the rows of the explorer's figure, at most
+# Size in points of the numbers written in the explorer's heatmap cells and after its bars. At the
+# figure's 72 dpi a point is a pixel: 10-pixel digits, legible on the stored snapshot (issue 23).
+CELL_TEXT_SIZE = 10
+# the most decimals whose text fits the cell is written; a weight (0 to 1) needs one at least
+CELL_DECIMALS = {"scores": (2, 1, 0), "weights": (2, 1), "out": (2, 1, 0)}
 STATICS_KEPT = 16  # rendered unchanging parts an AttentionFigure keeps, one per shape and labels
 
 
@@ -434,9 +439,16 @@ class AttentionFigure:
         Width of the outputs (columns of the third heatmap).
     dpi : int
         Resolution of :meth:`png`.
+    scores_title : str
+        Title of the first heatmap; :meth:`update` can change it (the explorer calls it
+        "scaled scores" when it shows q k^T / sqrt(d_k) and "unscaled scores" when q k^T).
+
+    Cell values are written at :data:`CELL_TEXT_SIZE` points (10 pixels at 72 dpi), with
+    2 decimals, or 1 (or, for scores and outputs, 0) when the longest value of a heatmap
+    would not fit its cells; a heatmap whose values do not fit gets none written.
     """
 
-    def __init__(self, row_labels, col_labels, d_v, *, dpi=72):
+    def __init__(self, row_labels, col_labels, d_v, *, dpi=72, scores_title="scores"):
         from matplotlib.figure import Figure
         from matplotlib.patches import Rectangle
 
@@ -454,7 +466,9 @@ class AttentionFigure:
         self.im_out = self.ax_out.imshow(blank, cmap=SCORES_CMAP, vmin=-1, vmax=1, interpolation="nearest")
         # Titles and axis labels at places computed here (_write_labels): placed automatically,
         # matplotlib measures every tick label on each draw, a third of a redraw's time.
-        for ax, title in ((self.ax_scores, "scores"), (self.ax_weights, "weights"), (self.ax_out, "output (context)")):
+        self.scores_title = scores_title
+        for ax, title in ((self.ax_scores, scores_title), (self.ax_weights, "weights"),
+                          (self.ax_out, "output (context)")):
             ax.set_title(title, fontsize=10, y=1.0, pad=6)
             ax.tick_params(labelsize=8)
         # the rows' names once, at the left of the scores; the other two heatmaps share them
@@ -486,11 +500,17 @@ class AttentionFigure:
         n, m = len(self.row_labels), len(self.col_labels)
         self.shape, self.d_v = (n, m), d_v
         side = max(n, m)
-        # Small matrices get room for their cell values; large ones a fixed
-        # size, small enough to render and encode quickly.
-        self.figure.set_size_inches(min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0), min(1.6 + 0.32 * side, 4.0))
-        for ax, box in zip((self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars), self._boxes()):
+        # Small matrices get room for their cell values (written at CELL_TEXT_SIZE: about half an
+        # inch a cell); large ones a fixed size, small enough to render and encode quickly.
+        if side <= ANNOTATE_MAX:
+            self.figure.set_size_inches(min(2.2 + 0.5 * (2 * m + d_v) + 3.0, 13.0), min(1.6 + 0.42 * side, 5.0))
+        else:
+            self.figure.set_size_inches(min(2.2 + 0.42 * (2 * m + d_v) + 3.0, 10.0), min(1.6 + 0.32 * side, 4.0))
+        boxes = self._boxes()
+        for ax, box in zip((self.ax_scores, self.ax_weights, self.ax_out, self.ax_bars), boxes):
             ax.set_position(box)
+        # the width of one heatmap cell in pixels: the room for a cell's value
+        self.cell_pixels = boxes[0][2] * self.figure.get_size_inches()[0] * self.dpi / max(m, 1)
         self.colorbar.ax.set_position(self._colorbar_box)
         for image, cols in ((self.im_scores, m), (self.im_weights, m), (self.im_out, d_v)):
             image.set_data(np.zeros((n, cols)))
@@ -509,6 +529,7 @@ class AttentionFigure:
             if annotate and cols <= ANNOTATE_MAX
         }
         self._stamps = []  # (axes, x, y, text, colour, centred) to stamp after drawing
+        self.cell_formats = {}  # heatmap name -> the format its values are written in (None: not written)
         self._title = ""  # the bar chart's title, stamped too
         # The bars are painted by _paint_bars, never drawn by matplotlib: plain rectangles, not
         # added to the axes (barh() would add each, a third of a new figure's time), and the
@@ -602,7 +623,7 @@ class AttentionFigure:
         left = 0.06 + 0.2 + self._label_room[2]  # y label "queries", row labels, ticks
         bottom = 0.06 + 0.2 + tick_height  # x label, key labels
         top = 0.3  # titles
-        right = 0.38  # the values written after the bars
+        right = 0.45  # the values written after the bars (CELL_TEXT_SIZE)
         gap, colorbar = 0.14, 0.1 + 0.12 + 0.55  # pad, bar, its ticks and label
         bar_gap = longest(bar_labels) * char + 0.16
         free_w = width - left - right - 3 * gap - colorbar - bar_gap
@@ -623,21 +644,51 @@ class AttentionFigure:
         boxes.append((x, bottom, max(width - right - x, 0.3), free_h))
         return [(bx / width, by / height, bw / width, bh / height) for bx, by, bw, bh in boxes]
 
-    def _stamp_cells(self, name, image, matrix, fmt="{:.2f}"):
+    def cell_format(self, matrix, decimals=(2, 1, 0)):
+        """The format of ``matrix``'s cell values: the most ``decimals`` whose longest text fits
+        a cell at :data:`CELL_TEXT_SIZE`; None when none fits."""
+        finite = matrix[np.isfinite(matrix)]
+        room = self.cell_pixels - 3  # a pixel or two of the cell's colour either side
+        for decimals in decimals:
+            fmt = f"{{:.{decimals}f}}"
+            # the widest texts are those of the extremes (more digits, a minus sign)
+            widest = max((self._glyphs.width(fmt.format(v), CELL_TEXT_SIZE)
+                          for v in (finite.min(), finite.max())), default=0) if finite.size else 0
+            if widest <= room:
+                return fmt
+        return None
+
+    def _stamp_cells(self, name, image, matrix):
         ax = self.cell_axes.get(name)
         if ax is None:
+            return
+        fmt = self.cell_format(matrix, CELL_DECIMALS[name])
+        self.cell_formats[name] = fmt
+        if fmt is None:
             return
         rgba = image.cmap(image.norm(np.where(np.isfinite(matrix), matrix, 0.0)))  # (n, m, 4)
         light = _light(rgba)
         for (i, j), value in np.ndenumerate(matrix):
             if np.isfinite(value):
-                self._stamps.append((ax, j, i, fmt.format(value), "black" if light[i, j] else "white", True))
+                text = fmt.format(value)
+                if text.startswith("-") and not text.strip("-0."):
+                    text = text[1:]  # -0.004 rounds to 0.00, not to "-0.00"
+                self._stamps.append((ax, j, i, text, "black" if light[i, j] else "white", True))
             else:
                 self._stamps.append((ax, j, i, "-", "0.4", True))
 
-    def update(self, scores, weights, out, row=0):
-        """Show new arrays: ``scores`` and ``weights`` (n, m), ``out`` (n, d_v); bars of ``row``."""
-        limit = _symmetric_limit(scores)
+    def update(self, scores, weights, out, row=0, *, scores_limit=None, scores_title=None):
+        """Show new arrays: ``scores`` and ``weights`` (n, m), ``out`` (n, d_v); bars of ``row``.
+
+        ``scores_limit``: the scores' colour scale runs from ``-scores_limit`` to ``scores_limit``
+        (default: the largest absolute finite score, so the scale follows the data).
+        ``scores_title``: a new title for the scores' heatmap (default: keep it).
+        """
+        if scores_title is not None and scores_title != self.scores_title:
+            self.scores_title = scores_title
+            self.ax_scores.set_title(scores_title, fontsize=10, y=1.0, pad=6)
+            self._canvas = self._background = None  # the title is part of the unchanging picture
+        limit = _symmetric_limit(scores) if scores_limit is None else float(scores_limit)
         self.im_scores.set_data(np.where(np.isfinite(scores), scores, np.nan))
         self.im_scores.set_clim(-limit, limit)
         self.im_weights.set_data(weights)
@@ -645,6 +696,7 @@ class AttentionFigure:
         self.im_out.set_data(out)
         self.im_out.set_clim(-out_limit, out_limit)
         self._stamps = []
+        self.cell_formats = {}  # heatmap name -> the format its values are written in (None: not written)
         self._stamp_cells("scores", self.im_scores, scores)
         self._stamp_cells("weights", self.im_weights, weights)
         self._stamp_cells("out", self.im_out, out)
@@ -656,7 +708,7 @@ class AttentionFigure:
             bar.set_color("#ff7f0e" if j == int(np.argmax(w)) and w.max() > 0 else "#1f77b4")
         if self.bar_values:
             self._stamps += [(self.ax_bars, w[j] + 0.02, j, f"{w[j]:.2f}", "black", False)
-                             for j in range(len(w))]
+                             for j in range(len(w))]  # after the bars: the right margin holds them
         self._title = f"row '{self.row_labels[row]}': entropy {float(entropy(w)):.2f}, max {w.max():.2f}"
 
     @property
@@ -739,7 +791,8 @@ class AttentionFigure:
                 self._title_xy = ((box.x0 + box.x1) / 2, box.y1 + (6 + 6) * self.dpi / 72)
                 for artist in (*images, *dynamic):
                     artist.set_animated(True)  # left out of canvas.draw()
-                background = self._statics.pop(self.picture_key, None)
+                static_key = (self.picture_key, self.scores_title)
+                background = self._statics.pop(static_key, None)
                 if background is None:
                     # matplotlib before 3.11 draws animated images all the same: hidden, so the kept
                     # picture never holds one (its edge pixels would keep the first arrays' colours)
@@ -757,7 +810,7 @@ class AttentionFigure:
                         ax.apply_aspect()
                 while len(self._statics) >= STATICS_KEPT:
                     self._statics.pop(next(iter(self._statics)))
-                self._statics[self.picture_key] = background  # most recently used last
+                self._statics[static_key] = background  # most recently used last
             self._background = background
             self._canvas = canvas
         self._canvas.restore_region(self._background)
@@ -769,7 +822,7 @@ class AttentionFigure:
             self.figure.draw_artist(artist)
         for ax, x, y, text, colour, centred in self._stamps:
             px, py = self._to_pixels(ax, x, y)
-            self._glyphs.stamp(pixels, text, colour, px, pixels.shape[0] - py, centred)
+            self._glyphs.stamp(pixels, text, colour, px, pixels.shape[0] - py, centred, size=CELL_TEXT_SIZE)
         x, y = self._title_xy
         half = self._glyphs.width(self._title, 9) / 2  # a long title moves left to stay in the picture
         x = max(min(x, pixels.shape[1] - half - 2), half + 2)

@@ -1,30 +1,42 @@
 """Interactive explorers: heatmaps of scores and weights driven by sliders.
 
-:class:`AttentionExplorer` shows, side by side, the scores, the attention
-weights and the outputs of one attention call, plus the weights of one query
-row as bars, and updates them as the learner moves the controls:
+:class:`AttentionExplorer` shows, side by side, the **scaled scores**
+``q k^T / sqrt(d_k)`` (titled "unscaled scores" and showing ``q k^T`` when
+scaling is off), the attention weights and the outputs of one attention call,
+plus the weights of one query row as bars, and updates them as the learner
+moves the controls:
 
 - ``temperature`` (log scale, 0.05 to 20): the weights are
-  ``softmax(scores / temperature)``;
+  ``softmax(scaled scores / temperature)``;
 - ``d_k`` (1 to 1024): what it means depends on the mode (below);
 - ``scaled``: divide the scores by ``sqrt(d_k)`` or not;
 - ``causal``: block the keys after each query;
 - ``row``: the query whose weights are drawn as bars.
 
-Two modes, and what ``d_k`` is in each:
+Two modes, and what ``d_k`` does in each:
 
-- *example*: one of the documents' worked examples (or the learner's own
-  sentence, with embeddings drawn from a seeded generator). Its q and k keep
-  their own width, so the slider is only **the divisor** ``sqrt(d_k)`` applied
-  to fixed scores; it is labelled "divide by √d_k" and its readout says
-  ``÷ √d_k = 22.63``. Raising it flattens the weights exactly as a higher
-  temperature would: it does not show what a larger ``d_k`` does to attention.
+- *example* (the default): one of the documents' worked examples (or the
+  learner's own sentence, with embeddings drawn from a seeded generator). Its
+  q and k keep their own width (the example's own ``d_k``, where the slider
+  starts), so the slider sets **the divisor** ``sqrt(d_k)`` of their fixed dot
+  products; it is labelled "divide by √d_k". What it changes is drawn: the
+  scaled scores' heatmap keeps one colour scale (±the largest unscaled score,
+  the largest a divisor of 1 or more can leave), so raising ``d_k`` pales it
+  and writes smaller numbers in its cells, and the weights flatten, exactly
+  as a higher temperature would flatten them. The text beside the slider and
+  the readout say the divisor and how many numbers the example's q and k
+  really have. With scaling off the slider changes nothing, and says so.
 - *random*: fresh random q and k **of dimension** ``d_k`` (unit-variance
   entries), so the spread of the raw scores and the peakiness of the softmax
   can be watched growing with ``d_k`` when unscaled, and staying put when
-  scaled. This is the mode that shows why the scaling is there.
+  scaled. The scores' colour scale is fixed at ±3 (three standard deviations
+  of a scaled score): unscaled scores of a large ``d_k`` run off it. This is
+  the mode that shows why the scaling is there.
 
 The control is called ``"d_k"`` in :attr:`AttentionExplorer.controls` in both.
+
+Every number written in a heatmap cell is 10 pixels high on the picture (and
+on the stored snapshot), with fewer decimals where a cell is too narrow for two.
 
 The logic is plain Python: setting a control's ``.value`` recomputes the
 arrays and redraws the figure synchronously, so tests drive it without a
@@ -64,7 +76,7 @@ import numpy as np
 from . import figures as _figures
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
-from .plots import AttentionFigure, _GlyphCache
+from .plots import CELL_TEXT_SIZE, AttentionFigure, _GlyphCache, _symmetric_limit
 
 __all__ = [
     "AttentionExplorer", "as_html", "picture_text", "sentence_example", "sentence_tokens", "random_qkv", "visible",
@@ -79,6 +91,9 @@ PLACEHOLDER = "\N{REPLACEMENT CHARACTER}"
 SENTENCE_D_MODEL = 8
 RANDOM_N = 8
 RANDOM_D_V = 4
+RANDOM_SCORES_LIMIT = 3.0  # random mode's fixed colour scale of the scores: 3 standard deviations of a scaled score
+SCALED_TITLE = "scaled scores"  # the heatmap of q k^T / sqrt(d_k)
+UNSCALED_TITLE = "unscaled scores"  # the same heatmap with scaling off: q k^T
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -323,8 +338,28 @@ class AttentionExplorer:
 
     @property
     def scores(self):
-        """The scores drawn now, (n, m): q k^T / sqrt(d_k) when scaled, else q k^T."""
+        """The scores drawn now, (n, m): the scaled scores q k^T / sqrt(d_k) when scaled, else q k^T."""
         return self._scores.copy()
+
+    @property
+    def scores_title(self):
+        """The title of the scores' heatmap: ``"scaled scores"`` (q k^T / sqrt(d_k)) or ``"unscaled scores"``."""
+        return SCALED_TITLE if self.controls["scaled"].value else UNSCALED_TITLE
+
+    @property
+    def scores_limit(self):
+        """The scores' colour scale runs from ``-scores_limit`` to ``scores_limit``; it does not follow d_k.
+
+        Example mode: the largest unscaled score |q·k| of these q and k (dividing by
+        √d_k ≥ 1 only pales the colours). Random mode: 3, three standard deviations of
+        a scaled score (unscaled scores of a large d_k run off the scale).
+        """
+        return self._inputs["scores_limit"]
+
+    @property
+    def own_d_k(self):
+        """How many numbers the q and k shown really have (random mode: the slider's d_k)."""
+        return int(self._inputs["q"].shape[-1])
 
     @property
     def weights(self):
@@ -407,10 +442,13 @@ class AttentionExplorer:
         rows, cols = self._inputs["shown_rows"], self._inputs["shown_cols"]
         n, m = self._weights.shape
         i = int(np.argmax(r["max_weight"]))
-        return (f"Attention explorer: heatmaps of the scores, the weights and the outputs for {n} queries × "
+        if c["scaled"].value:
+            scores = f"the scaled scores q·k / √d_k (d_k = {c['d_k'].value}, {self.divisor_text})"
+        else:
+            scores = "the unscaled scores q·k"
+        return (f"Attention explorer: heatmaps of {scores}, the weights and the outputs for {n} queries × "
                 f"{m} keys ({_figures.token_list(cols)}), and the weights of query row {c['row'].value} as bars; "
-                f"temperature {c['temperature'].value:.2f}, "
-                f"{'scores ' + self.divisor_text if c['scaled'].value else 'unscaled scores'}"
+                f"q and k have {self.own_d_k} numbers each; temperature {c['temperature'].value:.2f}"
                 f"{', causal mask' if c['causal'].value else ''}; mean entropy {r['entropy'].mean():.3f} nats; "
                 f"largest weight {r['max_weight'][i]:.2f}, {rows[i]} to {cols[int(r['argmax'][i])]}.")
 
@@ -436,8 +474,11 @@ class AttentionExplorer:
         else:
             ex = load_example(c["example"].value)
             q, k, v, rows, cols = ex.q, ex.k, ex.v, ex.tokens, ex.key_tokens
+        # the scores' colour scale, fixed while d_k, the temperature and the scaling move
+        limit = RANDOM_SCORES_LIMIT if c["mode"].value == "random" else _symmetric_limit(q @ k.T)
         return {"q": q, "k": k, "v": v, "rows": list(rows), "cols": list(cols), "note": note,
-                "shown_rows": [visible(t) for t in rows], "shown_cols": [visible(t) for t in cols]}
+                "shown_rows": [visible(t) for t in rows], "shown_cols": [visible(t) for t in cols],
+                "scores_limit": limit}
 
     def _set_row_options(self):
         """One option per query row (keeping the chosen row when it still exists)."""
@@ -507,7 +548,8 @@ class AttentionExplorer:
         row = min(self.controls["row"].value, len(inputs["rows"]) - 1)
         figure = self._figure_for(inputs)
         try:
-            figure.update(scores, weights, out, row=row)
+            figure.update(scores, weights, out, row=row, scores_limit=inputs["scores_limit"],
+                          scores_title=self.scores_title)
             png = figure.png()
         except Exception:
             self._kept = None  # built afresh next time
@@ -539,22 +581,24 @@ class AttentionExplorer:
             return (f"q and k have {d_k} numbers each; "
                     + (f"scores {self.divisor_text}" if scaled else "unscaled: their spread grows like √d_k"))
         c["d_k"].description = "divide by √d_k"
-        width = self._inputs["q"].shape[-1]
+        width = self.own_d_k
         if not scaled:
-            return f"unscaled: d_k changes nothing here (q and k keep their {width} numbers)"
-        return (f"{self.divisor_text}: only the divisor of these fixed scores (q and k keep their "
-                f"{width} numbers); random mode shows what a larger d_k does")
+            return (f"unscaled: d_k changes nothing here (tick scale by 1/√d_k); "
+                    f"q and k keep their {width} numbers")
+        return (f"{self.divisor_text}: the divisor of these fixed scores; q and k keep their "
+                f"{width} numbers (their own d_k is {width}); random mode draws q, k of size d_k")
 
     def _summary_lines(self):
         """The readouts' first lines as plain text."""
         c, r = self.controls, self.readouts
         d_k = c["d_k"].value
         if not c["scaled"].value:
-            formula = "scores = q·k (unscaled)"
+            formula = "unscaled scores = q·k"
         elif c["mode"].value == "random":
-            formula = f"scores = q·k / √d_k, d_k = {d_k} (the size of q and k): {self.divisor_text}"
+            formula = f"scaled scores = q·k / √d_k, d_k = {d_k} (the size of q and k): {self.divisor_text}"
         else:
-            formula = f"scores = q·k / √d_k with the divisor set to √{d_k} = {math.sqrt(d_k):.2f}"
+            formula = (f"scaled scores = q·k / √d_k with the divisor set to √{d_k} = {math.sqrt(d_k):.2f} "
+                       f"(q and k have {self.own_d_k} numbers each)")
         m = len(self._inputs["cols"])
         return [
             f"{formula}; temperature {c['temperature'].value:.2f}",
@@ -594,7 +638,7 @@ class AttentionExplorer:
 
         if self._glyphs is None:
             self._glyphs = _GlyphCache(dpi=72)
-        size, line, pad = 9, 14, 8
+        size, line, pad = 10, 15, 8  # 10-pixel text, as the cell values
         header, body, more = self._table()
         widths = [max(self._glyphs._alpha(row[j], size).shape[1] for row in [header, *body]) + 18
                   for j in range(len(header))]
@@ -871,6 +915,8 @@ class TrainedHeadExplorer:
             ax = figure.subplots()
             labels = [f"{t}{i}" if n > 1 else t for i, t in enumerate(self.tokens)]
             image = _th_heatmap(self._weights, labels, labels, ax=ax, title=title, annotate=n <= ANNOTATE_TOKENS)
+            for text in ax.texts:
+                text.set_fontsize(CELL_TEXT_SIZE)  # 10 px at 72 dpi, as in AttentionExplorer
             self._figure = (figure, image, list(ax.texts))  # the cell values, row by row
             self._figure_key = tuple(self._ids)
             figure.savefig(io.BytesIO(), format="png", dpi=72)  # lay it out once ...

@@ -10,10 +10,12 @@ PNG (issue 22), plus a short ``text/plain`` with no memory address.
 import ast
 import base64
 import html
+import io
 import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +73,70 @@ def test_every_stored_explorer_has_a_picture(path):
             text = out.get("data", {}).get("text/plain", "")
             assert not re.search(r" at 0x[0-9a-fA-F]+", text), f"{where}: a memory address in {text!r}"
             assert not text.startswith("VBox("), f"{where}: a widget repr instead of the explorer's text"
+
+
+# -- the numbers in the heatmaps are legible at the stored size (issue 23) ------------------------
+
+
+def explorer_calls(paths=NOTEBOOKS):
+    """The distinct ``AttentionExplorer(...)`` calls of the notebooks, as (args, kwargs) of literals."""
+    calls = {}
+    for path in paths:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code" or "AttentionExplorer(" not in cell.source:
+                continue
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Call) and _is_explorer(node, ()):
+                    args = tuple(ast.literal_eval(a) for a in node.args)
+                    kwargs = tuple(sorted((k.arg, ast.literal_eval(k.value)) for k in node.keywords))
+                    calls.setdefault((args, kwargs), path.name)
+    return calls
+
+
+CALLS = explorer_calls()
+
+
+def test_the_notebooks_call_the_explorer_in_several_ways():
+    modes = {dict(kwargs).get("mode", "example") for _, kwargs in CALLS}
+    assert modes == {"example", "random"} and len(CALLS) >= 5, CALLS
+
+
+def _ink_rows(alpha):
+    """Rows of a rendered text's bitmap that hold ink."""
+    return np.flatnonzero((alpha[..., 0] > 0.3).any(axis=1))
+
+
+@pytest.mark.parametrize("call", sorted(CALLS, key=repr), ids=lambda c: f"{c[0]}{c[1]}")
+def test_every_number_in_the_snapshot_is_at_least_10_pixels(call):
+    """Every cell value (and bar value) the notebooks' explorers write is 10 px or more on the PNG.
+
+    The snapshot is the figure at its own size (no scaling: its pixels are the stored image's), and
+    the values are stamped at CELL_TEXT_SIZE points at the figure's dpi: that many points times
+    dpi / 72 pixels. Measured as well: the ink of each value's digits is as tall as a 10-pixel
+    DejaVu Sans digit (0.73 em, 7 px), and its width fits the cell, so no value runs into the next.
+    """
+    from PIL import Image
+
+    from helpers import plots
+    from helpers.widgets import AttentionExplorer
+
+    args, kwargs = call
+    view = AttentionExplorer(*args, **dict(kwargs))
+    for scaled in (True, False):
+        view.controls["scaled"].value = scaled
+        figure = view._figure
+        snapshot = Image.open(io.BytesIO(view.snapshot_png()))
+        picture = Image.open(io.BytesIO(bytes(view.image.value)))
+        assert snapshot.width >= picture.width  # the figure pasted 1:1 into the snapshot
+        pixels = plots.CELL_TEXT_SIZE * figure.dpi / 72
+        assert pixels >= 10, f"{call}: values written {pixels:.1f} px high"
+        written = [stamp for stamp in figure._stamps if stamp[0] is not figure.ax_bars]
+        assert written, f"{call}: no values written in the heatmaps"
+        assert figure.cell_formats["weights"] == "{:.2f}", f"{call}: weights not written with 2 decimals"
+        for ax, _, _, text, _, _ in figure._stamps:
+            alpha = figure._glyphs._alpha(text, plots.CELL_TEXT_SIZE)
+            if any(ch.isdigit() for ch in text):
+                rows = _ink_rows(alpha)
+                assert len(rows) >= 7, f"{call}: the digits of {text!r} are {len(rows)} px high"
+            if ax is not figure.ax_bars:
+                assert alpha.shape[1] <= figure.cell_pixels, f"{call}: {text!r} is wider than its cell"

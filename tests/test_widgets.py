@@ -197,7 +197,7 @@ def test_d_k_is_the_divisor_in_example_mode_and_the_width_in_random_mode():
     d_k.value = 512
     assert d_k.description == "divide by √d_k"
     assert view.divisor_text == "÷ √512 = 22.63"
-    assert view.d_k_help.value.startswith("÷ √512 = 22.63: only the divisor")
+    assert view.d_k_help.value.startswith("÷ √512 = 22.63: the divisor of these fixed scores")
     width = examples.load_example("cat_sat").q.shape[-1]
     assert f"q and k keep their {width} numbers" in view.d_k_help.value
     assert view.scores.shape == (2, 2)  # the example's own vectors: only the divisor moved
@@ -427,3 +427,90 @@ def test_the_picture_is_described_in_text_right_after_it():
     view.controls["sentence"].value = "<b>x</b>"
     view.controls["example"].value = "(your sentence)"
     assert "<b>" not in view.image_text.value and "&lt;b&gt;" in view.image_text.value
+
+
+# -- the scaled scores named as what they are, and d_k's effect visible (issue 23) -------------------
+
+
+def test_the_panel_of_q_k_over_root_d_k_is_titled_scaled_scores():
+    view = AttentionExplorer("i_am_happy")  # the document scales
+    ex = examples.load_example("i_am_happy")
+    np.testing.assert_allclose(view.scores, ex.q @ ex.k.T / math.sqrt(ex.d_k))
+    assert view._figure.ax_scores.get_title() == "scaled scores" == view.scores_title
+    assert "heatmaps of the scaled scores q·k / √d_k (d_k = 3, ÷ √3 = 1.73)" in view.description
+    assert view.readout.value.startswith('<div role="status" aria-live="polite"><p><b>scaled scores = q·k / √d_k')
+    scaled_picture = bytes(view.image.value)
+    view.controls["scaled"].value = False  # now the panel shows q k^T
+    np.testing.assert_allclose(view.scores, ex.q @ ex.k.T)
+    assert view._figure.ax_scores.get_title() == "unscaled scores" == view.scores_title
+    assert "heatmaps of the unscaled scores q·k," in view.description
+    assert "scaled scores" in view.image_text.value  # the screen reader's text says the same
+    # the title is drawn, not only set: the picture is a new figure's, titled "unscaled scores"
+    from helpers.plots import AttentionFigure
+
+    fresh = AttentionFigure(*view.tokens, 3, scores_title="unscaled scores")
+    fresh.update(view.scores, view.weights, view.out, scores_limit=view.scores_limit)
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(bytes(view.image.value)))),
+                                  np.asarray(Image.open(io.BytesIO(fresh.png()))))
+    view.controls["scaled"].value = True
+    assert view._figure.ax_scores.get_title() == "scaled scores"
+    assert bytes(view.image.value) == scaled_picture  # the picture with its title back, as before
+    unscaled = AttentionExplorer("cat_sat_mat")  # the document does not scale
+    assert unscaled._figure.ax_scores.get_title() == "unscaled scores"
+    assert_draws_like(unscaled, AttentionExplorer("cat_sat_mat"))
+
+
+def _scores_cells(view):
+    """The colours the scores' heatmap paints, (n, m, 4) RGBA in 0-255."""
+    image = view._figure.im_scores
+    return image.to_rgba(image.get_array(), bytes=True).astype(int)
+
+
+def test_d_k_visibly_divides_the_scores_in_the_default_view():
+    """Example mode: the scores' colour scale stays put while d_k moves, so a larger divisor pales
+    the scaled scores (and writes smaller numbers); the text says what d_k is here."""
+    view = AttentionExplorer("i_am_happy")
+    ex = examples.load_example("i_am_happy")
+    limit = np.abs(ex.q @ ex.k.T).max()  # the largest unscaled score
+    assert view._figure.im_scores.get_clim() == (-limit, limit) and view.scores_limit == limit
+    own = _scores_cells(view)
+    texts = [stamp[3] for stamp in view._figure._stamps if stamp[0] is view._figure.ax_scores]
+    view.controls["d_k"].value = 300
+    assert view._figure.im_scores.get_clim() == (-limit, limit)  # the same scale ...
+    paler = _scores_cells(view)
+    # ... on which every score is 10 times nearer 0: each cell nearer white (255) than it was
+    assert np.all(paler[..., :3].min(axis=-1) > own[..., :3].min(axis=-1))
+    assert [stamp[3] for stamp in view._figure._stamps if stamp[0] is view._figure.ax_scores] == \
+        [f"{s:.2f}" for s in (ex.q @ ex.k.T / math.sqrt(300)).ravel()] != texts
+    assert view.own_d_k == 3
+    assert "q and k keep their 3 numbers (their own d_k is 3)" in view.d_k_help.value
+    assert "(q and k have 3 numbers each)" in view.readout.value
+    assert "q and k have 3 numbers each" in view.description
+    view.controls["scaled"].value = False
+    assert view.d_k_help.value.startswith("unscaled: d_k changes nothing here")
+
+
+def test_random_mode_keeps_one_colour_scale_so_unscaled_scores_run_off_it():
+    view = AttentionExplorer("i_am_happy", mode="random")
+    view.controls["d_k"].value = 1024
+    assert view._figure.im_scores.get_clim() == (-3.0, 3.0) and view.own_d_k == 1024
+    scaled_off_scale = np.mean(np.abs(view.scores) > 3)
+    view.controls["scaled"].value = False
+    assert view._figure.im_scores.get_clim() == (-3.0, 3.0)
+    assert np.mean(np.abs(view.scores) > 3) > 0.8 > 0.1 > scaled_off_scale
+
+
+def test_the_trained_heads_explorer_writes_its_weights_10_pixels_high():
+    from helpers.widgets import TrainedHeadExplorer
+
+    view = TrainedHeadExplorer(text="A B C D A B C", layer=1, head=0)
+    figure, _, texts = view._figure
+    assert len(texts) == 49
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for text in texts:
+        assert text.get_fontsize() >= 10  # points; _png() saves at 72 dpi, so a point is a pixel
+        box = text.get_window_extent(renderer=renderer)
+        cell = text.axes.transData.transform([(0, 0), (1, 0)])
+        assert box.width <= cell[1, 0] - cell[0, 0], f"{text.get_text()!r} is wider than its cell"
