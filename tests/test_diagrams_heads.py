@@ -70,3 +70,51 @@ def test_the_description_says_project_attend_merge_with_shapes():
 def test_bad_shapes_are_refused(args):
     with pytest.raises(ValueError):
         diagrams.heads_split_merge(*args)
+
+
+# --------------------------------------------------------------------------- head_patterns (issue 23)
+
+def _two_heads():
+    """Head 1 reads the token before (the first reads itself); head 2 reads token 1 from every query."""
+    n = 4
+    before = np.eye(n, k=-1)
+    before[0, 0] = 1
+    scores = np.stack([8 * before, 8 * np.tile(np.eye(n)[1], (n, 1))])
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True), ["a", "b", "c", "d"]
+
+
+def test_head_patterns_draws_each_heads_weights_in_its_own_panel():
+    weights, tokens = _two_heads()
+    fig = diagrams.head_patterns(weights, tokens, ["before", "token b"])
+    assert len(fig.axes) == 2
+    for ax, w, title in zip(fig.axes, weights, ["before", "token b"]):
+        assert ax.get_title() == title
+        np.testing.assert_allclose(ax.images[0].get_array(), w)     # the picture is the data
+        assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+
+
+def test_head_patterns_describes_where_each_head_looks_from_the_weights():
+    weights, tokens = _two_heads()
+    fig = diagrams.head_patterns(weights, tokens)
+    expected = weights.argmax(-1)                                    # independent: argmax by hand
+    by_hand = np.array([[max(range(4), key=lambda j: row[j]) for row in w] for w in weights])
+    np.testing.assert_array_equal(fig.strongest, by_hand)
+    np.testing.assert_array_equal(fig.strongest, expected)
+    text = figures.description(fig)
+    assert "head 1: a to a" in text and "b to a" in text and "d to c" in text
+    assert "head 2: a to b" in text and "d to b" in text
+    differ = sum(by_hand[0][i] != by_hand[1][i] for i in range(4))   # c and d (and a) differ
+    assert differ == 3
+    assert f"differ for {differ} of 4 queries" in text
+
+
+@pytest.mark.parametrize("weights, tokens, titles", [
+    (np.ones((2, 3, 4)) / 4, ["a", "b", "c"], None),                  # not square
+    (np.ones((3, 3)) / 3, ["a", "b", "c"], None),                      # one head, no h axis
+    (np.ones((2, 3, 3)) / 3, ["a", "b"], None),                        # too few tokens
+    (np.ones((2, 3, 3)) / 3, ["a", "b", "c"], ["only one"]),           # too few titles
+])
+def test_head_patterns_refuses_bad_input(weights, tokens, titles):
+    with pytest.raises(ValueError):
+        diagrams.head_patterns(weights, tokens, titles)

@@ -6,7 +6,8 @@ same weights as a softmax of masked zeros and a softmax of masked scores;
 produces; ``cross_attention`` is a head view between a decoder's queries and
 an encoder's keys; ``heads_split_merge`` shows one sequence projected by each
 head's own W_Q, W_K and W_V, attended head by head and merged back, with the
-shapes on every arrow.
+shapes on every arrow; ``head_patterns`` puts the weights of several heads
+side by side and says, for every query, which key each head reads most.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from ..attention import causal_mask, softmax
 from ._common import FILLS, _labels, _matrix
 from .walkthrough import head_view
 
-__all__ = ["averaging_to_attention", "mask_and_weights", "cross_attention", "heads_split_merge"]
+__all__ = [
+    "averaging_to_attention", "mask_and_weights", "cross_attention", "heads_split_merge", "head_patterns",
+]
 
 
 # --------------------------------------------------------------------------- notebook 10: from averaging to attention
@@ -315,4 +318,60 @@ def heads_split_merge(n, d_model, num_heads):
         f"matrix of width {d_head} ({shapes[1]} for each kind over all heads); attention runs in each head "
         f"on its own, {shapes[2]}; the heads' outputs are concatenated back to {shapes[3]} and multiplied by "
         f"W_O to give the output {shapes[4]}."))
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 10: why several heads
+
+def head_patterns(weights, tokens, titles=None):
+    """The weights of several heads on one sequence side by side, and where each head looks.
+
+    Parameters
+    ----------
+    weights : array_like, shape (h, n, n)
+        One weight matrix per head (rows are queries, columns keys, each row sums to 1).
+    tokens : sequence of str, length n
+    titles : sequence of str, length h, optional
+        Default ``"head 1"``, ``"head 2"``, ...
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One heatmap per head. ``fig.strongest`` is an (h, n) array: for each head and query,
+        the index of the key with the largest weight; the description lists them and counts
+        the queries whose strongest key differs between the heads.
+
+    Examples
+    --------
+    >>> w = np.array([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    >>> fig = head_patterns(w, ["a", "b"])
+    >>> fig.strongest
+    array([[0, 0],
+           [0, 1]])
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    weights = _matrix(weights, "weights", ndim=3)
+    h, n, m = weights.shape
+    if n != m or h == 0 or n == 0:
+        raise ValueError(f"weights must have shape (h, n, n) with h, n >= 1: got {weights.shape}")
+    tokens = _labels(tokens, n, "tokens")
+    titles = [f"head {k + 1}" for k in range(h)] if titles is None else [str(t) for t in titles]
+    if len(titles) != h:
+        raise ValueError(f"titles must name the {h} heads: got {len(titles)} titles")
+    fig, axes = plt.subplots(1, h, figsize=(h * (1.6 + 0.55 * n), 1.0 + 0.5 * n), layout="constrained",
+                             squeeze=False)
+    for ax, w, title in zip(axes[0], weights, titles):
+        plots.heatmap(w, tokens, tokens, ax=ax, title=title, colorbar=False)
+    strongest = weights.argmax(axis=-1)  # (h, n)
+    differ = int(np.sum(np.any(strongest != strongest[:1], axis=0)))
+    parts = [f"{title}: " + ", ".join(f"{tokens[i]} to {tokens[j]} {figures.number(weights[k, i, j])}"
+                                      for i, j in enumerate(strongest[k]))
+             for k, title in enumerate(titles)]
+    fig.strongest = strongest
+    figures.describe(fig, (
+        f"{h} heatmaps of attention weights, one per head, {n} queries × {n} keys "
+        f"({figures.token_list(tokens)}). The strongest key of each query: " + "; ".join(parts)
+        + f". The heads' strongest keys differ for {differ} of {n} queries."))
     return fig
