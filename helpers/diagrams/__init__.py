@@ -42,7 +42,8 @@ module a picture lives in::
     gradients     score_spread, saturation (08: why scale);
                   backward_graph, softmax_jacobian (09: gradients by hand)
     masks_heads   averaging_to_attention, mask_and_weights, cross_attention,
-                  heads_split_merge (10: masks, cross-attention, multi-head)
+                  heads_split_merge, head_patterns (10: masks, cross-attention,
+                  multi-head)
     memory        tiled_steps, flash_loop_orders (11: memory-efficient attention)
     induction     induction_circuit (12: induction heads)
     _common       the shared colours, number format and argument checks (private)
@@ -67,7 +68,13 @@ from .gradients import (
     softmax_jacobian,
 )
 from .induction import induction_circuit
-from .masks_heads import averaging_to_attention, cross_attention, heads_split_merge, mask_and_weights
+from .masks_heads import (
+    averaging_to_attention,
+    cross_attention,
+    head_patterns,
+    heads_split_merge,
+    mask_and_weights,
+)
 from .memory import SLOW_FILL as SLOW_FILL, SRAM_FILLS as SRAM_FILLS, flash_loop_orders, tiled_steps
 from .walkthrough import (
     CELLS_MAX as CELLS_MAX,
@@ -95,6 +102,7 @@ __all__ = [
     "averaging_to_attention",
     "score_spread",
     "heads_split_merge",
+    "head_patterns",
     "mask_and_weights",
     "cross_attention",
     "saturation",

@@ -4,8 +4,10 @@
 same weights as a softmax of masked zeros and a softmax of masked scores;
 ``mask_and_weights`` draws each mask as a 0/1 matrix beside the weights it
 produces; ``cross_attention`` is a head view between a decoder's queries and
-an encoder's keys; ``heads_split_merge`` shows one sequence split into heads,
-attended head by head and merged back, with the shapes on every arrow.
+an encoder's keys; ``heads_split_merge`` shows one sequence projected by each
+head's own W_Q, W_K and W_V, attended head by head and merged back, with the
+shapes on every arrow; ``head_patterns`` puts the weights of several heads
+side by side and says, for every query, which key each head reads most.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import numpy as np
 
 from .. import figures, plots
 from ..attention import causal_mask, softmax
-from ._common import _labels, _matrix
+from ._common import FILLS, _labels, _matrix
 from .walkthrough import head_view
 
-__all__ = ["averaging_to_attention", "mask_and_weights", "cross_attention", "heads_split_merge"]
+__all__ = [
+    "averaging_to_attention", "mask_and_weights", "cross_attention", "heads_split_merge", "head_patterns",
+]
 
 
 # --------------------------------------------------------------------------- notebook 10: from averaging to attention
@@ -214,7 +218,14 @@ def cross_attention(weights, target_tokens, source_tokens, *, title=None):
 # --------------------------------------------------------------------------- notebook 10: heads split and merged
 
 def heads_split_merge(n, d_model, num_heads):
-    """One sequence split into heads, attended head by head, and merged back; shapes on every arrow.
+    """Multi-head attention on one sequence: each head projects X with its own matrices, attends, and merges.
+
+    Drawn left to right: X; an arrow to each head, where X is multiplied by that head's own
+    W_Q, W_K and W_V (three boxes Q, K, V of width d_head, outlined in the head's colour);
+    attention in each head on its own; the heads' outputs concatenated side by side; and
+    the product with W_O. The heads never attend over slices of X itself: each slice is
+    a projection, and in code the h projections of one kind are one wide matrix whose
+    column blocks belong to the heads (``split_heads`` cuts ``X @ W_Q`` into them).
 
     Parameters
     ----------
@@ -223,12 +234,13 @@ def heads_split_merge(n, d_model, num_heads):
     d_model : int
         Width of each token's vector; must be divisible by ``num_heads``.
     num_heads : int
-        Heads ``h``; each works on ``d_model / h`` columns.
+        Heads ``h``; each projects to ``d_head = d_model / h`` columns.
 
     Returns
     -------
     matplotlib.figure.Figure
-        ``fig.shapes`` lists the shape written on each arrow, left to right.
+        ``fig.shapes`` lists the shape written on each arrow, left to right: X, the projected
+        Q, K, V of all heads, the heads' outputs, the concatenation, the output.
 
     Examples
     --------
@@ -246,51 +258,120 @@ def heads_split_merge(n, d_model, num_heads):
     if d_model % num_heads:
         raise ValueError(f"d_model = {d_model} must be divisible by num_heads = {num_heads}")
     h, d_head = int(num_heads), int(d_model) // int(num_heads)
-    fig, ax = plt.subplots(figsize=(12, 3.6), layout="constrained")
-    ax.set_xlim(0, 12)
-    ax.set_ylim(0, 3.6)
+    fig, ax = plt.subplots(figsize=(12, 4.2), layout="constrained")
+    ax.set_ylim(0, 4.2)
     ax.set_axis_off()
     colours = plt.get_cmap("tab10").colors
-    # data units per row (columns are 1.6 times as wide), so that the h head boxes stack
-    # without touching and the whole row of boxes fits the figure's width
-    unit = min(0.25, (3.0 - 0.35 * (h - 1)) / (h * n), 5.6 / (1.6 * (3 * d_model + 2 * d_head)))
+    # data units per row (columns are 1.6 times as wide), so that the h head rows stack without
+    # touching and the row of boxes (X, Q K V, a head's output, the merge, out) fits the width
+    unit = min(0.25, (3.0 - 0.45 * (h - 1)) / (h * n), 6.4 / (1.6 * (3 * d_model + 4 * d_head)))
 
-    def box(x, y, rows, cols, colour, label):
+    def box(x, y, rows, cols, colour, label, edge="black", gid=None):
         width, height = cols * unit * 1.6, rows * unit
-        ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor="black", alpha=0.85))
-        ax.text(x + width / 2, y - height / 2 - 0.12, label, ha="center", va="top", fontsize=9)
+        ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor=edge,
+                               linewidth=2 if edge != "black" else 1, alpha=0.85, gid=gid))
+        ax.text(x + width / 2, y - height / 2 - 0.06, label, ha="center", va="top", fontsize=9)
         return x + width
 
-    def arrow(x0, x1, y, text):
-        ax.add_patch(FancyArrowPatch((x0 + 0.08, y), (x1 - 0.08, y), arrowstyle="-|>", mutation_scale=14))
-        ax.text((x0 + x1) / 2, y + 0.12, text, ha="center", va="bottom", fontsize=9)
+    def arrow(x0, y0, x1, y1, text=None):
+        ax.add_patch(FancyArrowPatch((x0 + 0.08, y0), (x1 - 0.08, y1), arrowstyle="-|>", mutation_scale=14))
+        if text:
+            ax.text((x0 + x1) / 2, max(y0, y1) + 0.12, text, ha="center", va="bottom", fontsize=9)
 
     shapes = [f"({n}, {d_model})", f"({h}, {n}, {d_head})", f"({h}, {n}, {d_head})", f"({n}, {d_model})",
               f"({n}, {d_model})"]
     mid = 1.8
     right = box(0.2, mid, n, d_model, "#cccccc", f"X  {shapes[0]}")
-    heads_x = right + 1.5
-    gap = n * unit + 0.35
+    gap = n * unit + 0.45
     ys = [mid + (h - 1) / 2 * gap - k * gap for k in range(h)]
-    arrow(right, heads_x, mid, f"split\n{shapes[1]}")
-    ends = [box(heads_x, y, n, d_head, colours[k % 10], f"head {k + 1}" if h <= 4 else "") for k, y in enumerate(ys)]
-    attended_x = max(ends) + 1.6
-    arrow(max(ends), attended_x, mid, f"attention\nin each head\n{shapes[2]}")
-    ends = [box(attended_x, y, n, d_head, colours[k % 10], "") for k, y in enumerate(ys)]
-    merged_x = max(ends) + 1.5
-    arrow(max(ends), merged_x, mid, f"merge\n(concatenate)\n{shapes[3]}")
+    heads_x = right + 1.7
+    ax.text((right + heads_x) / 2 - 0.3, ys[0] + 0.12,  # above the fan of arrows
+            f"each head's\nown W_Q, W_K, W_V\n{shapes[1]} each", ha="center", va="bottom", fontsize=9)
+    ends = []
+    for k, y in enumerate(ys):  # one arrow from X to each head, then that head's Q, K and V
+        arrow(right, mid, heads_x, y)
+        x = heads_x
+        for part in "QKV":
+            label = f"{part}{k + 1}" if h <= 4 else ""
+            x = box(x, y, n, d_head, FILLS[part], label, edge=colours[k % 10], gid=f"{part}:{k}") + 0.08
+        ends.append(x - 0.08)
+    attended_x = max(ends) + 1.4
+    arrow(max(ends), mid, attended_x, mid, f"attention\nin each head\n{shapes[2]}")
+    ends = [box(attended_x, y, n, d_head, colours[k % 10], f"head {k + 1}" if h <= 4 else "", gid=f"head:{k}")
+            for k, y in enumerate(ys)]
+    merged_x = max(ends) + 1.4
+    arrow(max(ends), mid, merged_x, mid, f"merge\n(concatenate)\n{shapes[3]}")
     right = box(merged_x, mid, n, d_model, "#9ecae1", "")
     for k in range(h):  # the merged box shows where each head's columns went
         ax.add_patch(Rectangle((merged_x + k * d_head * unit * 1.6, mid - n * unit / 2), d_head * unit * 1.6,
                                n * unit, facecolor=colours[k % 10], alpha=0.55, edgecolor="none"))
-    out_x = right + 1.4
-    arrow(right, out_x, mid, f"× W_O\n{shapes[4]}")
+    out_x = right + 1.3
+    arrow(right, mid, out_x, mid, f"× W_O\n{shapes[4]}")
     end = box(out_x, mid, n, d_model, "#c7e9c0", f"out  {shapes[4]}")
     ax.set_xlim(0, max(12, end + 0.2))
-    ax.set_title(f"{h} heads of width d_model / h = {d_model} / {h} = {d_head}: split, attend, merge", fontsize=10)
+    ax.set_title(f"{h} heads of width d_model / h = {d_model} / {h} = {d_head}: "
+                 "project, attend, merge", fontsize=10)
     fig.shapes = shapes
     figures.describe(fig, (
-        f"Diagram of multi-head attention on one sequence of {n} tokens of width {d_model}: X {shapes[0]} is split "
-        f"into {h} heads, {shapes[1]}, each of width {d_head}; attention runs in each head on its own, {shapes[2]}; "
-        f"the heads are concatenated back to {shapes[3]} and multiplied by W_O to give the output {shapes[4]}."))
+        f"Diagram of multi-head attention on one sequence of {n} tokens of width {d_model}: X {shapes[0]} goes "
+        f"to each of {h} heads, which multiplies it by its own W_Q, W_K and W_V into a query, key and value "
+        f"matrix of width {d_head} ({shapes[1]} for each kind over all heads); attention runs in each head "
+        f"on its own, {shapes[2]}; the heads' outputs are concatenated back to {shapes[3]} and multiplied by "
+        f"W_O to give the output {shapes[4]}."))
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 10: why several heads
+
+def head_patterns(weights, tokens, titles=None):
+    """The weights of several heads on one sequence side by side, and where each head looks.
+
+    Parameters
+    ----------
+    weights : array_like, shape (h, n, n)
+        One weight matrix per head (rows are queries, columns keys, each row sums to 1).
+    tokens : sequence of str, length n
+    titles : sequence of str, length h, optional
+        Default ``"head 1"``, ``"head 2"``, ...
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One heatmap per head. ``fig.strongest`` is an (h, n) array: for each head and query,
+        the index of the key with the largest weight; the description lists them and counts
+        the queries whose strongest key differs between the heads.
+
+    Examples
+    --------
+    >>> w = np.array([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    >>> fig = head_patterns(w, ["a", "b"])
+    >>> fig.strongest
+    array([[0, 0],
+           [0, 1]])
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    weights = _matrix(weights, "weights", ndim=3)
+    h, n, m = weights.shape
+    if n != m or h == 0 or n == 0:
+        raise ValueError(f"weights must have shape (h, n, n) with h, n >= 1: got {weights.shape}")
+    tokens = _labels(tokens, n, "tokens")
+    titles = [f"head {k + 1}" for k in range(h)] if titles is None else [str(t) for t in titles]
+    if len(titles) != h:
+        raise ValueError(f"titles must name the {h} heads: got {len(titles)} titles")
+    fig, axes = plt.subplots(1, h, figsize=(h * (1.6 + 0.55 * n), 1.0 + 0.5 * n), layout="constrained",
+                             squeeze=False)
+    for ax, w, title in zip(axes[0], weights, titles):
+        plots.heatmap(w, tokens, tokens, ax=ax, title=title, colorbar=False)
+    strongest = weights.argmax(axis=-1)  # (h, n)
+    differ = int(np.sum(np.any(strongest != strongest[:1], axis=0)))
+    parts = [f"{title}: " + ", ".join(f"{tokens[i]} to {tokens[j]} {figures.number(weights[k, i, j])}"
+                                      for i, j in enumerate(strongest[k]))
+             for k, title in enumerate(titles)]
+    fig.strongest = strongest
+    figures.describe(fig, (
+        f"{h} heatmaps of attention weights, one per head, {n} queries × {n} keys "
+        f"({figures.token_list(tokens)}). The strongest key of each query: " + "; ".join(parts)
+        + f". The heads' strongest keys differ for {differ} of {n} queries."))
     return fig
