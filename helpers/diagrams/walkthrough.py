@@ -929,10 +929,10 @@ def projection_flow(w_q, w_k, w_v, features, *, q_names=None, k_names=None, v_na
     colours = {"W_q": QUERY_COLOUR, "W_k": KEY_COLOUR, "W_v": VALUE_COLOUR}
 
     rows = max(d_in, *(len(o) for o in outs.values()))
-    fig = _new_figure((11.0, 0.55 * rows + 1.3))
-    ax = fig.add_axes([0.01, 0.02, 0.98, 0.86])
+    fig = _new_figure((11.0, 0.55 * rows + 1.0))
+    ax = fig.add_axes([0.01, 0.02, 0.98, 0.96])
     ax.set_xlim(0, 3 * 4.0)
-    ax.set_ylim(rows - 0.4, -0.6)
+    ax.set_ylim(rows - 0.4, -1.4)
     ax.set_axis_off()
     flows = []
     for p, (name, w) in enumerate(mats.items()):
