@@ -39,7 +39,8 @@ ATTENTION_OTHER = ["_tile_rows"]
 
 # helpers/diagrams.py's __all__ before the split, in its order.
 DIAGRAMS_ALL = [
-    "pipeline", "head_view", "vectors_2d", "soft_lookup", "backward_graph", "softmax_jacobian", "tiled_steps",
+    "pipeline", "head_view", "vectors_2d", "soft_lookup", "projection_flow", "backward_graph", "softmax_jacobian",
+    "tiled_steps",
     "flash_loop_orders", "induction_circuit", "averaging_to_attention", "score_spread", "heads_split_merge",
     "head_patterns", "mask_and_weights", "cross_attention", "saturation",
 ]

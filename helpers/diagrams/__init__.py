@@ -1,6 +1,6 @@
 """Pictures of the attention mechanism itself, for lessons and slides.
 
-Four pictures, each returned as a matplotlib ``Figure``:
+The pictures, each returned as a matplotlib ``Figure``:
 
 ``pipeline(q, k, v, tokens)``
     The whole computation softmax(QK^T / sqrt(d_k)) V as a row of boxes:
@@ -22,6 +22,9 @@ Four pictures, each returned as a matplotlib ``Figure``:
     can be seen as |q| |k| cos(theta): the query's dot product with each key
     and the angle between them are written at the keys' tips, and a row of
     weights, if given, is drawn as bars beside the plane.
+``projection_flow(w_q, w_k, w_v, features)``
+    Named input features flowing through W_q, W_k and W_v: a line per nonzero
+    entry, as wide as the entry, so a hand-written projection can be read.
 ``soft_lookup(query_label, keys, values, weights)``
     Attention as a soft dictionary lookup: a table of keys and their values;
     a hard lookup picks exactly one row, attention takes a bit of every row
@@ -38,7 +41,7 @@ The pictures live in one module per topic; every one is imported here, so
 ``from helpers import diagrams`` and ``diagrams.head_view`` work whichever
 module a picture lives in::
 
-    walkthrough   pipeline, head_view, vectors_2d, soft_lookup (notebooks 01-05)
+    walkthrough   pipeline, head_view, vectors_2d, soft_lookup, projection_flow (notebooks 01-05)
     gradients     score_spread, saturation (08: why scale);
                   backward_graph, softmax_jacobian (09: gradients by hand)
     masks_heads   averaging_to_attention, mask_and_weights, cross_attention,
@@ -85,6 +88,7 @@ from .walkthrough import (
     NUMBERS_MAX as NUMBERS_MAX,
     head_view,
     pipeline,
+    projection_flow,
     soft_lookup,
     vectors_2d,
 )
@@ -94,6 +98,7 @@ __all__ = [
     "head_view",
     "vectors_2d",
     "soft_lookup",
+    "projection_flow",
     "backward_graph",
     "softmax_jacobian",
     "tiled_steps",

@@ -8,6 +8,8 @@
     2-d arrows, q·k = |q| |k| cos(theta), the weights as bars.
 ``soft_lookup(query_label, keys, values, weights)``
     A dictionary returns one value, attention a blend of all of them.
+``projection_flow(w_q, w_k, w_v, features)``
+    Named features through W_q, W_k, W_v: a line per nonzero entry.
 
 :mod:`helpers.diagrams` describes each picture in more detail and re-exports them.
 """
@@ -22,7 +24,7 @@ from .. import figures, plots
 from ..attention import scaled_dot_product_attention
 from ._common import FILLS, KEY_COLOUR, MINUS, QUERY_COLOUR, QUERY_TEXT_COLOUR, _format, _labels, _matrix, _new_figure
 
-__all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup"]
+__all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup", "projection_flow"]
 
 NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
 CELLS_MAX = 144  # up to this many cells a matrix is drawn cell by cell, beyond as one image
@@ -875,4 +877,90 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     text += (". Attention weighs every key (" + ", ".join(f"{keys[j]} {figures.number(weights[j])}" for j in range(m))
              + f") and returns the blend {results[0]}.")
     figures.describe(fig, text)
+    return fig
+
+
+VALUE_COLOUR = "#2e7d32"  # green, for the value lines of projection_flow (the V fill's hue, darkened)
+FLOW_WIDTH = 6.0  # points of line width for the largest entry of projection_flow
+
+
+def projection_flow(w_q, w_k, w_v, features, *, q_names=None, k_names=None, v_names=None, decimals=1):
+    """Named input features flowing through W_q, W_k and W_v, one panel per matrix.
+
+    Each panel lists the input features on the left and the matrix's output
+    columns on the right; every nonzero entry ``W[i, c]`` is a line from
+    feature i to output c, as wide as ``|W[i, c]|`` relative to the largest
+    entry of the three matrices, with its number written on it. A feature with
+    no line in a panel is dropped by that matrix.
+
+    Parameters
+    ----------
+    w_q, w_k : ndarray, shape (d_in, d_k)
+    w_v : ndarray, shape (d_in, d_v)
+    features : sequence of d_in str
+        The names of the input features (the rows of the matrices).
+    q_names, k_names, v_names : sequence of str, optional
+        The names of the output columns (default ``q0, q1, ...``).
+    decimals : int
+        Decimals of the numbers written on the lines.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+        With ``fig.flows``: a list of ``(matrix, feature, output, value)`` for
+        every line drawn, and a text description made from the same entries.
+    """
+    mats = {"W_q": _matrix(w_q, "w_q"), "W_k": _matrix(w_k, "w_k"), "W_v": _matrix(w_v, "w_v")}
+    d_in = mats["W_q"].shape[0]
+    for name, w in mats.items():
+        if w.shape[0] != d_in:
+            raise ValueError(f"{name} must have {d_in} rows, one per feature: got shape {w.shape}")
+    if mats["W_q"].shape != mats["W_k"].shape:
+        raise ValueError(f"w_q and w_k must have the same shape: got {mats['W_q'].shape}, {mats['W_k'].shape}")
+    features = _labels(features, d_in, "features")
+    outs = {}
+    for (name, w), names, prefix in zip(mats.items(), (q_names, k_names, v_names), "qkv"):
+        cols = w.shape[1]
+        default = [f"{prefix}{c}" for c in range(cols)]
+        outs[name] = default if names is None else _labels(names, cols, f"{prefix}_names")
+    largest = max(float(np.abs(w).max()) for w in mats.values())
+    if largest == 0:
+        raise ValueError("the three matrices are all zero: there is no flow to draw")
+    colours = {"W_q": QUERY_COLOUR, "W_k": KEY_COLOUR, "W_v": VALUE_COLOUR}
+
+    rows = max(d_in, *(len(o) for o in outs.values()))
+    fig = _new_figure((11.0, 0.55 * rows + 1.0))
+    ax = fig.add_axes([0.01, 0.02, 0.98, 0.96])
+    ax.set_xlim(0, 3 * 4.0)
+    ax.set_ylim(rows - 0.4, -1.4)
+    ax.set_axis_off()
+    flows = []
+    for p, (name, w) in enumerate(mats.items()):
+        left, right = 4.0 * p + 1.15, 4.0 * p + 2.75
+        ax.text(4.0 * p + 1.95, -1.0, f"{name}: features \u2192 {name[-1]}", ha="center", va="bottom",
+                fontsize=12, weight="bold", color=colours[name])
+        for i, feat in enumerate(features):
+            ax.text(left - 0.08, i, feat, ha="right", va="center", fontsize=11)
+        for c, out in enumerate(outs[name]):
+            ax.text(right + 0.08, c, out, ha="left", va="center", fontsize=11, color=colours[name])
+        for i, c in zip(*np.nonzero(w)):
+            value = float(w[i, c])
+            ax.plot([left, right], [i, c], color=colours[name], lw=FLOW_WIDTH * abs(value) / largest,
+                    solid_capstyle="butt", gid=f"flow {name} {i} {c}")
+            t = 0.35
+            ax.text(left + t * (right - left), i + t * (c - i), _format(value, decimals), ha="center",
+                    va="center", fontsize=10, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+            flows.append((name, features[i], outs[name][c], value))
+    fig.flows = flows
+
+    parts = []
+    for name, w in mats.items():
+        lines = [f"{f} to {o} {figures.number(v)}" for m, f, o, v in flows if m == name]
+        dropped = [features[i] for i in range(d_in) if not np.any(w[i])]
+        text = f"{name}: " + (", ".join(lines) if lines else "no lines")
+        if dropped:
+            text += f" (drops {', '.join(dropped)})"
+        parts.append(text)
+    figures.describe(fig, (f"The features {figures.token_list(features)} flow through three matrices; "
+                           "a line for every nonzero entry. " + "; ".join(parts) + "."))
     return fig
