@@ -189,7 +189,8 @@ def defined():
 def test_the_glossary_parses(defined):
     # a few entries whose defining lesson is known, so a broken parser fails here first
     assert defined["softmax"] == 1
-    assert defined["causal mask"] == 5
+    assert defined["causal mask"] == 4  # defined where 04's explorer first uses it, again in 05
+    assert defined["cross-attention"] == 5
     assert defined["fan-in"] == 2
     assert all(0 <= n <= 16 for n in defined.values())
     assert len(defined) >= 40
@@ -212,13 +213,13 @@ def test_a_planted_early_use_is_found(defined, tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("This row is all NaN."),
                 nbformat.v4.new_markdown_cell("See [NaN, in 05](05-definition-shapes-and-masks.ipynb)."),
-                nbformat.v4.new_markdown_cell("A [causal mask](03-cat-sat-mat.ipynb) here.")]
+                nbformat.v4.new_markdown_cell("A [cross-attention](03-cat-sat-mat.ipynb) here.")]
     path = tmp_path / "04-planted.ipynb"
     nbformat.write(nb, path)
     found = early_uses(path, defined)
     assert len(found) == 2, found  # the plain use, and a link to a lesson that does not define it
     assert "cell 0" in found[0] and "'NaN'" in found[0]
-    assert "cell 2" in found[1] and "'causal mask'" in found[1]
+    assert "cell 2" in found[1] and "'cross-attention'" in found[1]
 
 
 @pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
