@@ -190,7 +190,7 @@ def jacobian_pile(unscaled, scaled, d_k, *, bin_width=0.02, top=0.6, saturated=0
     d_k : int
         The width, for the titles and the description.
     bin_width, top : float
-        Bins of |J|_F of this width from 0 to ``top`` (every |J|_F is below 1/sqrt(2) < 0.71).
+        Bins of |J|_F of this width from 0 to ``top``; a size above ``top`` is counted in the last bin.
     saturated : float
         A row is counted as saturated when its largest weight is above this.
 
