@@ -9,6 +9,16 @@ says which scale it is. Scores use the diverging ColorBrewer ``RdBu_r``
 (colour-blind safe) centred on 0. Small matrices get their values written in
 the cells, in black or white, whichever reads better on the cell's colour.
 Imports matplotlib and :mod:`helpers.attention` only.
+
+Colours with one meaning across the collection (constants below, for any figure):
+
+- ``UNSCALED_COLOUR`` (purple) and ``SCALED_COLOUR`` (green), the two conditions
+  compared in notebook 08 and wherever else scores are shown without and with the
+  division by sqrt(d_k); the ends of ColorBrewer's colour-blind-safe ``PRGn``.
+- ``QUERY_ORANGE``: orange means **the query**, and nothing else: the query's
+  vector or arrow, its row in a heatmap, its own key among the keys. It does not
+  mark the largest weight (write the value, or use a bold outline, for that).
+- ``NEUTRAL_COLOUR`` (blue): everything else, such as the bars of the other keys.
 """
 
 from __future__ import annotations
@@ -30,10 +40,18 @@ __all__ = [
     "heatmaps",
     "attention_bars",
     "AttentionFigure",
+    "UNSCALED_COLOUR",
+    "SCALED_COLOUR",
+    "QUERY_ORANGE",
+    "NEUTRAL_COLOUR",
 ]
 
 WEIGHTS_CMAP = "viridis"
 SCORES_CMAP = "RdBu_r"
+UNSCALED_COLOUR = "#7b3294"  # purple: scores not divided by sqrt(d_k) (7.7:1 on white)
+SCALED_COLOUR = "#008837"  # green: scores divided by sqrt(d_k) (4.6:1 on white)
+QUERY_ORANGE = "#ff7f0e"  # orange means the query: its vector, its row, its own key; never the largest weight
+NEUTRAL_COLOUR = "#1f77b4"  # blue: the other keys, bars and lines with no condition to tell apart
 ANNOTATE_MAX = 12  # write values in the cells up to this many rows and columns
 
 

@@ -106,3 +106,57 @@ def test_saturation_labels_reach_aa_contrast():
             if plots.contrast_ratio(shown, (1.0, 1.0, 1.0)) < 4.5:
                 low.append(text.get_text())
     assert not low, f"labels below 4.5:1: {low}"
+
+
+# diagrams.jacobian_pile: histograms of |J|_F at one width, one panel per condition, the pile counted (issue 23)
+
+def test_the_pile_is_counted_in_the_bars_and_the_annotation():
+    un, sc = _rows((1024,), rows=300)
+    un, sc = un[0], sc[0]
+    fig = diagrams.jacobian_pile(un, sc, 1024)
+    by_hand = {name: np.array([np.linalg.norm(np.diag(a) - np.outer(a, a)) for a in w])
+               for name, w in (("unscaled", un), ("scaled", sc))}
+    for ax, name in zip(fig.axes, ("unscaled", "scaled")):
+        np.testing.assert_allclose(fig.sizes[name], by_hand[name], rtol=1e-12)
+        heights = [bar.get_height() for bar in ax.patches]  # bins of 0.02 from 0 to 0.6, counted by hand
+        by_bin = [np.sum((by_hand[name] >= 0.02 * b) & (by_hand[name] < 0.02 * (b + 1))) for b in range(30)]
+        assert len(heights) == 30 and np.array_equal(heights, by_bin)
+        assert sum(heights) == len(un)  # every row is in a bin: |J|_F < 1/sqrt(2) < 0.6 here
+        assert ax.texts[0].get_text() == f"{int(heights[0])} rows with |J|_F < 0.02"
+        hot = int((dict(unscaled=un, scaled=sc)[name].max(-1) > 0.99).sum())
+        assert fig.saturated[name] == hot and f"{hot} of {len(un)} rows" in ax.get_title()
+    # the unscaled rows pile up in the first bin; the scaled ones do not
+    assert fig.counts["unscaled"][0] > 0.5 * len(un) and fig.counts["scaled"][0] == 0
+    text = figures.description(fig)
+    assert f"Left, unscaled: {int(fig.counts['unscaled'][0])} rows in the first bin" in text
+    assert f"{fig.saturated['unscaled']} rows with a weight above 0.99" in text
+
+
+def test_the_conditions_keep_their_colours_in_every_picture_of_08():
+    from matplotlib.colors import same_color
+
+    from helpers import plots
+
+    un, sc = _rows((1, 64))
+    pile = diagrams.jacobian_pile(un[1], sc[1], 64)
+    assert all(same_color(bar.get_facecolor(), plots.UNSCALED_COLOUR) for bar in pile.axes[0].patches)
+    assert all(same_color(bar.get_facecolor(), plots.SCALED_COLOUR) for bar in pile.axes[1].patches)
+    sat = diagrams.saturation((1, 64), un, sc)
+    for ax in sat.axes:
+        assert same_color(ax.lines[0].get_color(), plots.UNSCALED_COLOUR)
+        assert same_color(ax.lines[1].get_color(), plots.SCALED_COLOUR)
+    spread = diagrams.score_spread((4, 64))
+    assert same_color(spread.axes[1].patches[0].get_facecolor(), plots.UNSCALED_COLOUR)
+    assert same_color(spread.axes[2].patches[0].get_facecolor(), plots.SCALED_COLOUR)
+    # orange means the query in this collection; none of 08's condition colours is orange
+    for fig in (pile, sat, spread):
+        colours = [p.get_facecolor() for ax in fig.axes for p in ax.patches] + \
+                  [line.get_color() for ax in fig.axes for line in ax.lines]
+        assert not any(same_color(c, plots.QUERY_ORANGE) or same_color(c, "#d95f02") for c in colours)
+
+
+@pytest.mark.parametrize("kwargs", [{"unscaled": np.ones(4)}, {"scaled": np.ones((3, 5))}, {"bin_width": 0}])
+def test_the_pile_refuses_bad_arguments(kwargs):
+    args = {"unscaled": np.full((3, 4), 0.25), "scaled": np.full((3, 4), 0.25), "d_k": 4} | kwargs
+    with pytest.raises(ValueError):
+        diagrams.jacobian_pile(**args)

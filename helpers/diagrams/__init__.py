@@ -42,7 +42,7 @@ The pictures live in one module per topic; every one is imported here, so
 module a picture lives in::
 
     walkthrough   pipeline, head_view, vectors_2d, soft_lookup, projection_flow (notebooks 01-05)
-    gradients     score_spread, saturation (08: why scale);
+    gradients     score_spread, saturation, jacobian_pile (08: why scale);
                   backward_graph, softmax_jacobian (09: gradients by hand)
     masks_heads   averaging_to_attention, mask_and_weights, cross_attention,
                   heads_split_merge, head_patterns (10: masks, cross-attention,
@@ -66,6 +66,7 @@ from .gradients import (
     FORWARD_COLOUR as FORWARD_COLOUR,
     LUMINANCE as LUMINANCE,
     backward_graph,
+    jacobian_pile,
     saturation,
     score_spread,
     softmax_jacobian,
@@ -111,4 +112,5 @@ __all__ = [
     "mask_and_weights",
     "cross_attention",
     "saturation",
+    "jacobian_pile",
 ]

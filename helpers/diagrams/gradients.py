@@ -3,7 +3,10 @@
 Notebook 08: ``score_spread`` shows that q·k spreads like sqrt(d_k) and that an
 unscaled softmax row goes nearly one-hot; ``saturation`` plots, against d_k,
 the largest weight of a row and the size of its softmax Jacobian, which is
-what lets a gradient through to the scores. Notebook 09: ``backward_graph`` draws
+what lets a gradient through to the scores; ``jacobian_pile`` histograms
+those sizes at one width, one panel per condition, so that the rows stacked
+at 0 are counted. Unscaled and scaled keep one colour each,
+``plots.UNSCALED_COLOUR`` and ``plots.SCALED_COLOUR``. Notebook 09: ``backward_graph`` draws
 the forward pass as a graph of shapes with the backward pass flowing the
 other way; ``softmax_jacobian`` draws J = diag(p) - p p^T of one row.
 """
@@ -17,9 +20,10 @@ from ..attention import (
     softmax,
     softmax_jacobian as _jacobian,  # the kernel; this module's softmax_jacobian is the picture
 )
+from ..plots import SCALED_COLOUR, UNSCALED_COLOUR
 from ._common import FILLS, _format, _labels, _matrix, _new_figure
 
-__all__ = ["score_spread", "saturation", "backward_graph", "softmax_jacobian"]
+__all__ = ["score_spread", "saturation", "jacobian_pile", "backward_graph", "softmax_jacobian"]
 
 
 # --------------------------------------------------------------------------- notebook 08: why scale
@@ -71,16 +75,17 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
                                            gridspec_kw={"width_ratios": [1.4, 1, 1]})
     for y, d in enumerate(d_ks):
-        left.scatter(dots[d], np.full(pairs, y) + rng.uniform(-0.25, 0.25, pairs), s=4, alpha=0.35, color="#1f77b4")
-        left.plot([-spread[d], spread[d]], [y, y], color="#d95f02", linewidth=3)
-        left.text(0, y + 0.3, f"std {spread[d]:.1f} ≈ √{d} = {np.sqrt(d):.1f}", fontsize=8.5, color="#a63f00",
+        left.scatter(dots[d], np.full(pairs, y) + rng.uniform(-0.25, 0.25, pairs), s=4, alpha=0.35,
+                     color=UNSCALED_COLOUR)  # raw q·k: the unscaled condition
+        left.plot([-spread[d], spread[d]], [y, y], color="black", linewidth=3)
+        left.text(0, y + 0.3, f"std {spread[d]:.1f} ≈ √{d} = {np.sqrt(d):.1f}", fontsize=8.5, color="black",
                   ha="center", va="bottom")
     left.set_yticks(range(len(d_ks)), labels=[f"d_k = {d}" for d in d_ks])
     left.set_ylim(-0.5, len(d_ks) - 0.2)
     left.set_xlabel("q·k of random unit-variance q, k")
     left.set_title("the spread of q·k grows like √d_k", fontsize=10)
-    for ax, weights, title, colour in ((mid, unscaled, f"softmax of q·k, d_k = {top}", "#d95f02"),
-                                       (right, scaled, f"softmax of q·k / √{top}", "#1b9e77")):
+    for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, d_k = {top}", UNSCALED_COLOUR),
+                                       (right, scaled, f"scaled: softmax of q·k / √{top}", SCALED_COLOUR)):
         bars = ax.bar(range(int(m)), weights, color=colour)
         ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=2)
         ax.set_ylim(0, 1.12)
@@ -143,7 +148,7 @@ def saturation(d_ks, unscaled, scaled):
     largest = tuple(np.array([w.max(axis=-1).mean() for w in ws]) for ws in rows)
     jacobian = tuple(np.array([np.median(jacobian_size(w)) for w in ws]) for ws in rows)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
-    styles = (("o-", "#d95f02", "unscaled"), ("s-", "#1b9e77", "scaled by 1/√d_k"))
+    styles = (("o-", UNSCALED_COLOUR, "unscaled"), ("s-", SCALED_COLOUR, "scaled by 1/√d_k"))
     for ax, curves in ((left, largest), (right, jacobian)):
         for y, (marker, colour, label) in zip(curves, styles):
             ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
@@ -163,6 +168,84 @@ def saturation(d_ks, unscaled, scaled):
         f"{largest[1].min():.2f} and {largest[1].max():.2f}. Right, on a log scale, the median size of the softmax "
         f"Jacobian: unscaled it falls from {jacobian[0][0]:.2g} to {jacobian[0][-1]:.2g}, scaled it stays between "
         f"{jacobian[1].min():.2f} and {jacobian[1].max():.2f}."))
+    return fig
+
+
+def _jacobian_sizes(w):
+    """|diag(a) - a a^T|_F of each row of ``w`` (R, m) -> (R,)."""
+    jac = w[:, :, None] * np.eye(w.shape[-1]) - w[:, :, None] * w[:, None, :]
+    return np.linalg.norm(jac, axis=(-2, -1))
+
+
+def jacobian_pile(unscaled, scaled, d_k, *, bin_width=0.02, top=0.6, saturated=0.99):
+    """Histograms of the rows' Jacobian sizes |J|_F at one width, one panel per condition.
+
+    A scatter of |J|_F against the largest weight draws hundreds of saturated rows as one dot;
+    a histogram counts them. The first bin of each panel is labelled with its count.
+
+    Parameters
+    ----------
+    unscaled, scaled : array_like, shape (rows, m)
+        Softmax rows of the raw scores and of the scores divided by sqrt(d_k), at width ``d_k``.
+    d_k : int
+        The width, for the titles and the description.
+    bin_width, top : float
+        Bins of |J|_F of this width from 0 to ``top``; a size above ``top`` is counted in the last bin.
+    saturated : float
+        A row is counted as saturated when its largest weight is above this.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig.sizes`` maps "unscaled" and "scaled" to the (rows,) array of |J|_F;
+        ``fig.counts`` maps them to the histogram counts, ``fig.edges`` holds the bin edges,
+        ``fig.saturated`` maps them to the number of rows whose largest weight exceeds ``saturated``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one_hot, uniform = np.eye(4)[[0, 1, 2]], np.full((3, 4), 0.25)
+    >>> fig = jacobian_pile(one_hot, uniform, 16)
+    >>> int(fig.counts["unscaled"][0]), fig.saturated["unscaled"], fig.saturated["scaled"]
+    (3, 3, 0)
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
+    import matplotlib.pyplot as plt
+
+    rows = {"unscaled": _matrix(unscaled, "unscaled"), "scaled": _matrix(scaled, "scaled")}
+    if rows["unscaled"].shape != rows["scaled"].shape:
+        raise ValueError(f"unscaled and scaled must have the same shape (rows, m): got "
+                         f"{rows['unscaled'].shape} and {rows['scaled'].shape}")
+    if not 0 < bin_width < top:
+        raise ValueError(f"bin_width must be above 0 and below top: got bin_width={bin_width!r}, top={top!r}")
+    edges = np.linspace(0.0, top, int(round(top / bin_width)) + 1)
+    sizes = {name: _jacobian_sizes(w) for name, w in rows.items()}
+    counts = {name: np.histogram(np.minimum(j, top), bins=edges)[0] for name, j in sizes.items()}
+    hot = {name: int((w.max(axis=-1) > saturated).sum()) for name, w in rows.items()}
+    n_rows, m = rows["unscaled"].shape
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), layout="constrained", sharey=True)
+    colours = {"unscaled": UNSCALED_COLOUR, "scaled": SCALED_COLOUR}
+    for ax, name in zip(axes, ("unscaled", "scaled")):
+        ax.bar(edges[:-1], counts[name], width=bin_width, align="edge", color=colours[name])
+        first = int(counts[name][0])
+        ax.annotate(f"{first} rows with |J|_F < {bin_width:g}", (bin_width / 2, first),
+                    xytext=(bin_width * 3, first * 0.85 + 0.1 * n_rows), fontsize=9,
+                    arrowprops={"arrowstyle": "->", "color": "black"})
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, n_rows * 1.05)
+        ax.set_xlabel("|J|_F of a row")
+        ax.set_title(f"{name}, d_k = {d_k}: {hot[name]} of {n_rows} rows have a weight above {saturated:g}",
+                     fontsize=10)
+    axes[0].set_ylabel("rows")
+    fig.sizes, fig.counts, fig.edges, fig.saturated = sizes, counts, edges, hot
+    peak = {name: edges[int(np.argmax(c))] for name, c in counts.items()}
+    figures.describe(fig, (
+        f"Two histograms of the softmax Jacobian's size |J|_F over {n_rows} rows of {m} keys at d_k = {d_k}, "
+        f"bins of {bin_width:g} from 0 to {top:g}. Left, unscaled: {int(counts['unscaled'][0])} rows in the first bin "
+        f"(|J|_F below {bin_width:g}), {hot['unscaled']} rows with a weight above {saturated:g}; "
+        f"median |J|_F {np.median(sizes['unscaled']):.2g}. Right, scaled: {int(counts['scaled'][0])} rows in the "
+        f"first bin, {hot['scaled']} rows above {saturated:g}; the tallest bin starts at {peak['scaled']:.2f}, "
+        f"median {np.median(sizes['scaled']):.2f}."))
     return fig
 
 
