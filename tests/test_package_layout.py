@@ -42,6 +42,7 @@ DIAGRAMS_ALL = [
     "pipeline", "head_view", "vectors_2d", "soft_lookup", "backward_graph", "softmax_jacobian", "tiled_steps",
     "flash_loop_orders", "induction_circuit", "averaging_to_attention", "score_spread", "heads_split_merge",
     "mask_and_weights", "cross_attention", "saturation",
+    "kernel_view",
 ]
 # ... and its other public names, the pictures' constants (the tests read LINE_WIDTH and QUERY_COLOUR).
 DIAGRAMS_OTHER = [
