@@ -43,6 +43,7 @@ DIAGRAMS_ALL = [
     "tiled_steps",
     "flash_loop_orders", "induction_circuit", "averaging_to_attention", "score_spread", "heads_split_merge",
     "head_patterns", "mask_and_weights", "cross_attention", "saturation", "jacobian_pile",
+    "kernel_view",
 ]
 # ... and its other public names, the pictures' constants (the tests read LINE_WIDTH and QUERY_COLOUR).
 DIAGRAMS_OTHER = [

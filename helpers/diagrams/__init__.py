@@ -29,6 +29,10 @@ The pictures, each returned as a matplotlib ``Figure``:
     Attention as a soft dictionary lookup: a table of keys and their values;
     a hard lookup picks exactly one row, attention takes a bit of every row
     (line widths show how much) and returns the blend sum_j w_j v_j.
+``kernel_view(query, keys, labels)``
+    Why a dot product and not a distance: for each key the bars of q·k,
+    -|q|^2 / 2 (the same for every key), -|k|^2 / 2 and their sum
+    -|q - k|^2 / 2, beside the softmax weights of q·k and of -|q - k|^2 / 2.
 
 Conventions: the figures are made with pyplot, so a notebook shows them by
 itself; assign the result (``fig = ...``) or end the line with ``;`` to show
@@ -88,6 +92,7 @@ from .walkthrough import (
     LOOKUP_PITCH as LOOKUP_PITCH,
     NUMBERS_MAX as NUMBERS_MAX,
     head_view,
+    kernel_view,
     pipeline,
     projection_flow,
     soft_lookup,
@@ -113,4 +118,5 @@ __all__ = [
     "cross_attention",
     "saturation",
     "jacobian_pile",
+    "kernel_view",
 ]

@@ -24,7 +24,7 @@ from .. import figures, plots
 from ..attention import scaled_dot_product_attention
 from ._common import FILLS, KEY_COLOUR, MINUS, QUERY_COLOUR, QUERY_TEXT_COLOUR, _format, _labels, _matrix, _new_figure
 
-__all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup", "projection_flow"]
+__all__ = ["pipeline", "head_view", "vectors_2d", "soft_lookup", "projection_flow", "kernel_view"]
 
 NUMBERS_MAX = 6  # write the numbers in a matrix's cells up to this many rows and columns
 CELLS_MAX = 144  # up to this many cells a matrix is drawn cell by cell, beyond as one image
@@ -963,4 +963,123 @@ def projection_flow(w_q, w_k, w_v, features, *, q_names=None, k_names=None, v_na
         parts.append(text)
     figures.describe(fig, (f"The features {figures.token_list(features)} flow through three matrices; "
                            "a line for every nonzero entry. " + "; ".join(parts) + "."))
+    return fig
+
+
+# --------------------------------------------------------------------------- kernel view
+
+
+# the colours of the four terms of -|q - k|^2 / 2 = q.k - |q|^2 / 2 - |k|^2 / 2, and of the two sets of weights
+KERNEL_COLOURS = {"dot": KEY_COLOUR, "query": "#9e9e9e", "key": "#2e7d32", "distance": "#222222"}
+
+
+def kernel_view(query, keys, labels, *, query_label="q"):
+    """A dot product against a distance: -|q - k|^2 / 2 = q·k - |q|^2 / 2 - |k|^2 / 2, key by key.
+
+    Left, for each key, four bars: the dot product q·k, the term -|q|^2 / 2
+    (the same for every key), the term -|k|^2 / 2, and their sum, the
+    negative half squared distance -|q - k|^2 / 2 (a hollow black bar).
+    Right, the weights the softmax makes of each score: from q·k and from
+    -|q - k|^2 / 2. They differ only through -|k|^2 / 2: keys of equal length
+    get the same weights from both.
+
+    Parameters
+    ----------
+    query : array_like, shape (d,)
+    keys : array_like, shape (m, d)
+    labels : sequence of str, length m
+        One label per key.
+    query_label : str
+        The query's name, for the titles and the description.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes. ``fig.terms`` maps "dot", "query", "key" and "distance" to
+        the four terms (each shape (m,)); ``fig.weights`` maps "dot" and
+        "distance" to the softmax of q·k and of -|q - k|^2 / 2. The bars are
+        in that order: the left axes' patches key by key, four per key; the
+        right axes' patches all "dot" bars, then all "distance" bars.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig = kernel_view([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], ["a", "b"])
+    >>> bool(abs(fig.weights["dot"] - fig.weights["distance"]).max() < 1e-12)   # equal lengths: same weights
+    True
+    >>> plt.close(fig)
+    """
+    keys = _matrix(keys, "keys")
+    m, d = keys.shape
+    try:
+        query = np.asarray(query, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"query must be a numeric vector: {exc}") from None
+    if query.shape != (d,):
+        raise ValueError(f"query must have shape (d,) = ({d},) like the keys' rows: got shape {query.shape}")
+    if m < 1 or not (np.all(np.isfinite(keys)) and np.all(np.isfinite(query))):
+        raise ValueError("query and keys must be finite, with at least one key")
+    labels = _labels(labels, m, "labels")
+    query_label = str(query_label)
+    terms = {
+        "dot": keys @ query,  # (m, d) @ (d,) -> (m,)
+        "query": np.full(m, -0.5 * float(query @ query)),  # the same for every key
+        "key": -0.5 * np.einsum("jd,jd->j", keys, keys),  # (m,)
+        "distance": -0.5 * ((query - keys) ** 2).sum(axis=-1),  # computed directly, not as the sum
+    }
+
+    def soft(s):
+        e = np.exp(s - s.max())
+        return e / e.sum()
+
+    weights = {"dot": soft(terms["dot"]), "distance": soft(terms["distance"])}
+
+    fig = _new_figure((10.0, 3.6))
+    left = fig.add_axes((0.07, 0.3, 0.5, 0.58))
+    right = fig.add_axes((0.68, 0.3, 0.3, 0.58))
+    names = {"dot": "q·k", "query": f"{MINUS}½|q|²", "key": f"{MINUS}½|k|²", "distance": f"{MINUS}½|q {MINUS} k|²"}
+    width = 0.2
+    for j in range(m):
+        for t, term in enumerate(("dot", "query", "key", "distance")):
+            x, h = j + (t - 1.5) * width, float(terms[term][j])
+            hollow = term == "distance"
+            left.bar(x, h, width * 0.9, color="white" if hollow else KERNEL_COLOURS[term],
+                     edgecolor=KERNEL_COLOURS[term], linewidth=1.6 if hollow else 0.6,
+                     label=names[term] if j == 0 else None, gid=f"term:{term}:{j}")
+            left.text(x, h + (0.04 if h >= 0 else -0.04), _format(h, 2), ha="center",
+                      va="bottom" if h >= 0 else "top", fontsize=8.5, color="#333333")
+    left.axhline(0, color="#555555", linewidth=0.8)
+    low = min(float(min(v.min() for v in terms.values())), 0.0)
+    high = max(float(max(v.max() for v in terms.values())), 0.0)
+    pad = 0.18 * max(high - low, 1e-9)
+    left.set_ylim(low - pad, high + pad)
+    left.set_xticks(range(m), labels)
+    left.set_title(f"query '{query_label}': the score, term by term", fontsize=11)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
+    for side in ("top", "right"):
+        left.spines[side].set_visible(False)
+    for t, (kind, colour) in enumerate((("dot", KERNEL_COLOURS["dot"]), ("distance", KERNEL_COLOURS["distance"]))):
+        xs = np.arange(m) + (t - 0.5) * 0.38
+        label = "softmax(q·k)" if kind == "dot" else f"softmax({MINUS}½|q {MINUS} k|²)"
+        right.bar(xs, weights[kind], 0.36, color=colour, label=label, gid=f"weight:{kind}")
+        for x, w in zip(xs, weights[kind]):
+            right.text(x, w + 0.02, _format(float(w), 2), ha="center", va="bottom", fontsize=8.5)
+    right.set_ylim(0, 1.12)
+    right.set_xticks(range(m), labels)
+    right.set_title("the weights", fontsize=11)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, fontsize=9, frameon=False)
+    for side in ("top", "right"):
+        right.spines[side].set_visible(False)
+    fig.terms, fig.weights = terms, weights
+
+    def listed(values):
+        return ", ".join(f"{labels[j]} {figures.number(values[j])}" for j in range(m))
+
+    text = (f"For the query '{query_label}' and {m} keys ({figures.token_list(labels)}), four bars per key:"
+            f" q·k ({listed(terms['dot'])}); minus half the query's squared length,"
+            f" {figures.number(terms['query'][0])} for every key; minus half the key's squared length"
+            f" ({listed(terms['key'])}); and their sum, minus half the squared distance ({listed(terms['distance'])})."
+            f" Weights from q·k: {listed(weights['dot'])}. Weights from minus half the squared distance:"
+            f" {listed(weights['distance'])}.")
+    figures.describe(fig, text)
     return fig
