@@ -19,6 +19,8 @@ Colours with one meaning across the collection (constants below, for any figure)
   vector or arrow, its row in a heatmap, its own key among the keys. It does not
   mark the largest weight (write the value, or use a bold outline, for that).
 - ``NEUTRAL_COLOUR`` (blue): everything else, such as the bars of the other keys.
+- ``LARGEST_COLOUR`` (dark navy): the largest weight of a row, where a figure marks it
+  (the explorer's bars); darker than the neutral blue, so it reads without colour too.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "SCALED_COLOUR",
     "QUERY_ORANGE",
     "NEUTRAL_COLOUR",
+    "LARGEST_COLOUR",
 ]
 
 WEIGHTS_CMAP = "viridis"
@@ -52,6 +55,7 @@ UNSCALED_COLOUR = "#7b3294"  # purple: scores not divided by sqrt(d_k) (7.7:1 on
 SCALED_COLOUR = "#008837"  # green: scores divided by sqrt(d_k) (4.6:1 on white)
 QUERY_ORANGE = "#ff7f0e"  # orange means the query: its vector, its row, its own key; never the largest weight
 NEUTRAL_COLOUR = "#1f77b4"  # blue: the other keys, bars and lines with no condition to tell apart
+LARGEST_COLOUR = "#08306b"  # dark navy: the largest weight of a row (11:1 on white; 2.9:1 against the blue)
 ANNOTATE_MAX = 12  # write values in the cells up to this many rows and columns
 
 
@@ -723,7 +727,7 @@ class AttentionFigure:
         w = weights[row]
         for j, bar in enumerate(self.bars):
             bar.set_width(w[j])
-            bar.set_color("#ff7f0e" if j == int(np.argmax(w)) and w.max() > 0 else "#1f77b4")
+            bar.set_color(LARGEST_COLOUR if j == int(np.argmax(w)) and w.max() > 0 else NEUTRAL_COLOUR)
         if self.bar_values:
             self._stamps += [(self.ax_bars, w[j] + 0.02, j, f"{w[j]:.2f}", "black", False)
                              for j in range(len(w))]  # after the bars: the right margin holds them

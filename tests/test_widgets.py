@@ -108,6 +108,22 @@ def test_row_control_draws_that_row_as_bars(journey):
     journey.controls["row"].value = 0
 
 
+def test_the_largest_bar_is_marked_in_navy_not_in_the_querys_orange(journey):
+    """Orange means the query (helpers/plots.py's convention): the largest weight's bar is dark navy."""
+    from matplotlib.colors import to_hex
+
+    from helpers.plots import LARGEST_COLOUR, NEUTRAL_COLOUR, QUERY_ORANGE
+
+    for row in range(len(journey.weights)):
+        journey.controls["row"].value = row
+        colours = [to_hex(bar.get_facecolor()) for bar in journey._figure.bars]
+        best = int(np.argmax(journey.weights[row]))
+        assert colours[best] == LARGEST_COLOUR
+        assert all(c == NEUTRAL_COLOUR for j, c in enumerate(colours) if j != best)
+        assert QUERY_ORANGE not in colours
+    journey.controls["row"].value = 0
+
+
 def test_the_picture_changes_with_the_sliders():
     view = AttentionExplorer("i_am_happy")
     first = view.image.value
