@@ -37,10 +37,10 @@ import statistics
 import time
 from functools import partial
 
+import numpy as np
+
 # Sets the thread variables before NumPy is imported, and brings the shared tools.
 from bench_attention import machine_facts, tracemalloc_peak
-
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 from helpers.attention import blockwise_attention, scaled_dot_product_attention

@@ -675,7 +675,6 @@ from .attention import softmax as _th_softmax  # noqa: E402
 from .plots import _text_colour as _th_text_colour  # noqa: E402
 from .plots import heatmap as _th_heatmap  # noqa: E402
 
-
 ANNOTATE_TOKENS = 8  # write the weights in the cells up to this many tokens (text is slow to draw)
 
 

@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent

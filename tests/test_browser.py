@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser_support import CHROMIUM_ARGS, JupyterLab, chromium_path, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,9 +179,8 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
     """``s`` opens reveal's speaker view (the vendored notes plugin) with the slide's notes, offline."""
     from urllib.parse import urlsplit
 
-    from browser_support import StaticServer
-
     import nbformat
+    from browser_support import StaticServer
     from nbformat.v4 import new_markdown_cell, new_notebook
 
     _, publish, _ = _deck_tools()

@@ -19,8 +19,6 @@ from helpers import attention, examples
 from helpers.checks import (
     CheckResult,
     check_attention_backward,
-    check_masked_backward,
-    check_online_softmax_merge,
     check_attention_entropy,
     check_definition_shapes,
     check_flops,
@@ -31,6 +29,8 @@ from helpers.checks import (
     check_journey_variance_d100,
     check_journey_weights_row,
     check_masked_attention,
+    check_masked_backward,
+    check_online_softmax_merge,
     check_section_5_2_exercise_1,
     check_section_5_2_exercise_2,
     check_section_5_2_exercise_4,
@@ -39,7 +39,6 @@ from helpers.checks import (
     check_temperature_prediction,
     check_why_scale_512,
 )
-
 
 
 # Written here, not taken from helpers.attention: a student function built on the

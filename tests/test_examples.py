@@ -15,8 +15,8 @@ import pytest
 from helpers import attention
 from helpers.examples import (
     DATA_DIR,
-    DataMissingError,
     QUANTITIES,
+    DataMissingError,
     Example,
     Figure,
     compute_quantity,

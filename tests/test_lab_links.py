@@ -23,7 +23,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-
 from browser_support import JupyterLab, served_page, unavailable
 
 pytestmark = pytest.mark.browser

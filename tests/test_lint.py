@@ -1,8 +1,9 @@
 """``ruff check`` from the repository root, with the settings of pyproject.toml, finds nothing.
 
-It checks helpers/, tools/, tests/, benchmarks/ and conftest.py: the rules (pycodestyle's E and W,
-pyflakes' F, 120 columns) and the paths are [tool.ruff] in pyproject.toml, and
-.pre-commit-config.yaml runs the same check on each commit.
+It checks helpers/, tools/, tests/, benchmarks/, conftest.py and every notebook (notebooks/,
+exercises/): the rules (pycodestyle's E and W, pyflakes' F, isort's I; 120 columns, 100 in the
+notebooks) are [tool.ruff] in pyproject.toml, which notebooks/ruff.toml and exercises/ruff.toml
+extend, and .pre-commit-config.yaml runs the same check on each commit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED = ("helpers", "tools", "tests", "benchmarks")
+NOTEBOOKS = ("notebooks", "exercises")
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ruff") is None,
@@ -33,7 +35,7 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, f"ruff check found:\n{result.stdout}{result.stderr}"
 
 
-def test_ruff_checks_exactly_the_python_files_of_helpers_tools_tests_and_benchmarks():
+def test_ruff_checks_exactly_the_python_files_and_the_notebooks():
     result = _ruff("--show-files")
     assert result.returncode == 0, result.stderr
     shown = {Path(line.strip()).resolve() for line in result.stdout.splitlines() if line.strip()}
@@ -41,5 +43,22 @@ def test_ruff_checks_exactly_the_python_files_of_helpers_tools_tests_and_benchma
     expected = {path.resolve() for folder in CHECKED for path in (ROOT / folder).rglob("*.py")
                 if "__pycache__" not in path.parts}
     expected.add((ROOT / "conftest.py").resolve())
+    expected |= {path.resolve() for folder in NOTEBOOKS for path in (ROOT / folder).rglob("*.ipynb")
+                 if ".ipynb_checkpoints" not in path.parts}
     assert shown == expected, (f"not checked: {sorted(map(str, expected - shown))}; "
                                f"checked besides: {sorted(map(str, shown - expected))}")
+
+
+def _stdin_findings(filename, source):
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
+                             "--stdin-filename", filename, "-"], input=source, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    return result.stdout
+
+
+def test_notebook_code_is_held_to_100_columns_and_package_code_to_120():
+    line = "x = 1  # " + "a" * (110 - len("x = 1  # ")) + "\n"  # 110 columns
+    assert "E501" in _stdin_findings("notebooks/probe.py", line)
+    assert "E501" in _stdin_findings("exercises/solutions/probe.py", line)
+    assert "E501" not in _stdin_findings("helpers/probe.py", line)
+    assert "I001" in _stdin_findings("helpers/probe.py", "import sys\nimport os\n\nprint(os, sys)\n")

@@ -8,7 +8,6 @@ from helpers import plots
 from helpers.examples import load_example
 
 
-
 @pytest.fixture(autouse=True)
 def close_figures():
     yield

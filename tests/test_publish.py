@@ -25,9 +25,8 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-
 from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

@@ -25,9 +25,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
 from browser_support import JupyterLab, served_page, unavailable
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

@@ -24,7 +24,6 @@ from helpers.attention import (
     to_bfloat16,
 )
 
-
 # --- sinusoidal positions ---------------------------------------------------
 
 

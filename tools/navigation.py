@@ -165,7 +165,7 @@ except ImportError:
     pass
 else:
     try:
-        import helpers.attention  # noqa: F401  (this collection's package, not just any `helpers`)
+        import helpers.attention  # noqa: F401  (this collection's package, not any `helpers`)
     except ImportError:
 """
 INSTALL_FROM = """\
@@ -177,17 +177,20 @@ INSTALL_FROM = """\
         importlib.invalidate_caches()
 """
 INSTALL_UNNAMED = """\
-        raise ImportError("Nothing to install from: this collection's GitHub repository is not named yet "
-                          "(Source under [project.urls] in its pyproject.toml).") from None
+        raise ImportError(
+            "Nothing to install from: this collection's GitHub repository is not named yet "
+            "(Source under [project.urls] in its pyproject.toml)."
+        ) from None
 """
 SHADOW_CHECK = """
-# Everywhere: a file or folder named `helpers` beside this notebook would hide the package. Stop if one does.
+# Everywhere: a file or folder named `helpers` beside this notebook would hide the package.
 import helpers  # noqa: E402
 
 if not (hasattr(helpers, "__path__") and hasattr(helpers, "__version__")
         and importlib.util.find_spec("helpers.attention")):
-    raise ImportError(f"`import helpers` found {getattr(helpers, '__file__', None) or list(helpers.__path__)}, not "
-                      "this collection's package: rename or move it, then restart the kernel and run again.")"""
+    found = getattr(helpers, "__file__", None) or list(helpers.__path__)
+    raise ImportError(f"`import helpers` found {found}, not this collection's package: "
+                      "rename or move it, then restart the kernel and run again.")"""
 
 
 def install_source() -> str:

@@ -39,7 +39,6 @@ imported here, so ``from helpers.attention import softmax`` and
 
 from .core import (
     MultiHeadAttention,
-    _tile_rows as _tile_rows,  # tests/test_attention.py reads it to check that long inputs are tiled
     attention_backward,
     attention_flops,
     attention_scores,
@@ -56,6 +55,9 @@ from .core import (
     softmax_jacobian,
     softmax_loop,
     split_heads,
+)
+from .core import (
+    _tile_rows as _tile_rows,  # tests/test_attention.py reads it to check that long inputs are tiled
 )
 from .dropout import attention_dropout
 from .kv_cache import KVCache, causal_mask_lower_right, incremental_attention

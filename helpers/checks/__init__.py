@@ -72,33 +72,35 @@ from __future__ import annotations
 
 # The tolerances are not in __all__ but were public names of helpers.checks before it became a
 # package, so they stay importable here.
-from helpers.checks._core import CODE_TOL as CODE_TOL, HAND_ATOL as HAND_ATOL, CheckResult
+from helpers.checks._core import CODE_TOL as CODE_TOL
+from helpers.checks._core import HAND_ATOL as HAND_ATOL
+from helpers.checks._core import CheckResult
 from helpers.checks.e1_section_5_2 import (
-    check_section_5_2_exercise_1,
+    check_attention_entropy,
     check_flops,
+    check_section_5_2_exercise_1,
     check_section_5_2_exercise_2,
     check_section_5_2_exercise_4,
-    check_attention_entropy,
 )
 from helpers.checks.e2_i_am_happy import (
-    check_i_am_happy_weights,
     check_i_am_happy_context,
+    check_i_am_happy_weights,
 )
 from helpers.checks.e3_cat_sat import (
+    check_init_std,
     check_temperature_prediction,
     check_why_scale_512,
-    check_init_std,
 )
 from helpers.checks.e4_journey import (
     check_journey_scores_row,
+    check_journey_variance_d100,
     check_journey_weights_row,
     check_self_attention,
-    check_journey_variance_d100,
 )
 from helpers.checks.e5_definition import (
-    check_stable_softmax,
-    check_masked_attention,
     check_definition_shapes,
+    check_masked_attention,
+    check_stable_softmax,
 )
 from helpers.checks.e6_backward import (
     check_attention_backward,

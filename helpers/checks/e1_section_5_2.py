@@ -9,10 +9,8 @@ import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
-    record,
-    _not_a_number,
-    CheckResult,
     HAND_ATOL,
+    CheckResult,
     _as_number,
     _as_real_array,
     _correct,
@@ -21,8 +19,10 @@ from helpers.checks._core import (
     _is_empty,
     _match,
     _never_raise,
+    _not_a_number,
     _not_yet,
     _quoted,
+    record,
 )
 
 # ---------------------------------------------------------------------------

@@ -9,11 +9,9 @@ import numpy as np
 
 from helpers import attention, examples
 from helpers.checks._core import (
-    _near,
-    _as_number,
-    _used_library,
     CODE_TOL,
     HAND_ATOL,
+    _as_number,
     _as_real_array,
     _call_student,
     _check_callable,
@@ -23,10 +21,12 @@ from helpers.checks._core import (
     _float_result,
     _incorrect,
     _match,
+    _near,
     _never_raise,
     _number_verdict,
     _parts,
     _raised,
+    _used_library,
 )
 
 # ---------------------------------------------------------------------------

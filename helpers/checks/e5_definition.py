@@ -10,8 +10,6 @@ import numpy as np
 
 from helpers import attention
 from helpers.checks._core import (
-    record,
-    _used_library,
     CODE_TOL,
     _call_student,
     _check_callable,
@@ -23,6 +21,8 @@ from helpers.checks._core import (
     _never_raise,
     _parts,
     _raised,
+    _used_library,
+    record,
 )
 
 # ---------------------------------------------------------------------------

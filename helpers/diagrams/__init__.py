@@ -60,15 +60,29 @@ module a picture lives in::
 # names of the single module this package replaced (the tests read some), so importable here too.
 from ._common import (
     FILLS as FILLS,
+)
+from ._common import (
     KEY_COLOUR as KEY_COLOUR,
+)
+from ._common import (
     MINUS as MINUS,
+)
+from ._common import (
     QUERY_COLOUR as QUERY_COLOUR,
+)
+from ._common import (
     QUERY_TEXT_COLOUR as QUERY_TEXT_COLOUR,
 )
 from .gradients import (
     BACKWARD_COLOUR as BACKWARD_COLOUR,
+)
+from .gradients import (
     FORWARD_COLOUR as FORWARD_COLOUR,
+)
+from .gradients import (
     LUMINANCE as LUMINANCE,
+)
+from .gradients import (
     backward_graph,
     jacobian_pile,
     saturation,
@@ -83,14 +97,28 @@ from .masks_heads import (
     heads_split_merge,
     mask_and_weights,
 )
-from .memory import SLOW_FILL as SLOW_FILL, SRAM_FILLS as SRAM_FILLS, flash_loop_orders, tiled_steps
+from .memory import SLOW_FILL as SLOW_FILL
+from .memory import SRAM_FILLS as SRAM_FILLS
+from .memory import flash_loop_orders, tiled_steps
 from .walkthrough import (
     CELLS_MAX as CELLS_MAX,
+)
+from .walkthrough import (
     LABEL_PITCH as LABEL_PITCH,
+)
+from .walkthrough import (
     LINE_WIDTH as LINE_WIDTH,
+)
+from .walkthrough import (
     LOOKUP_HEIGHT as LOOKUP_HEIGHT,
+)
+from .walkthrough import (
     LOOKUP_PITCH as LOOKUP_PITCH,
+)
+from .walkthrough import (
     NUMBERS_MAX as NUMBERS_MAX,
+)
+from .walkthrough import (
     head_view,
     kernel_view,
     pipeline,

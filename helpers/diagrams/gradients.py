@@ -18,6 +18,8 @@ import numpy as np
 from .. import figures
 from ..attention import (
     softmax,
+)
+from ..attention import (
     softmax_jacobian as _jacobian,  # the kernel; this module's softmax_jacobian is the picture
 )
 from ..plots import SCALED_COLOUR, UNSCALED_COLOUR
