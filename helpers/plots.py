@@ -53,9 +53,10 @@ WEIGHTS_CMAP = "viridis"
 SCORES_CMAP = "RdBu_r"
 UNSCALED_COLOUR = "#7b3294"  # purple: scores not divided by sqrt(d_k) (7.7:1 on white)
 SCALED_COLOUR = "#008837"  # green: scores divided by sqrt(d_k) (4.6:1 on white)
-QUERY_ORANGE = "#ff7f0e"  # orange means the query: its vector, its row, its own key; never the largest weight
+QUERY_ORANGE = "#e66100"  # orange means the query (its vector, row, own key), never the largest weight;
+#   the orange of helpers.diagrams (QUERY_COLOUR), colour-blind safe against the blue
 NEUTRAL_COLOUR = "#1f77b4"  # blue: the other keys, bars and lines with no condition to tell apart
-LARGEST_COLOUR = "#08306b"  # dark navy: the largest weight of a row (11:1 on white; 2.9:1 against the blue)
+LARGEST_COLOUR = "#08306b"  # dark navy: the largest weight of a row (12.8:1 on white; 2.6:1 against the blue)
 ANNOTATE_MAX = 12  # write values in the cells up to this many rows and columns
 
 
@@ -319,9 +320,9 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
     own_figure = ax is None
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 0.6 + 0.35 * len(labels)), layout="constrained")
-    colours = ["#1f77b4"] * len(weights)  # blue; orange marks the highlighted key
+    colours = [NEUTRAL_COLOUR] * len(weights)  # blue; orange marks the highlighted key (the query's own)
     if highlight is not None:
-        colours[highlight] = "#ff7f0e"
+        colours[highlight] = QUERY_ORANGE
     bars = ax.barh(range(len(weights)), weights, color=colours)
     ax.set_yticks(range(len(weights)), labels=labels)
     ax.invert_yaxis()
@@ -504,7 +505,7 @@ class AttentionFigure:
         self.colorbar.set_label("fixed 0\u20131 scale", fontsize=8)  # the same in every setting of the sliders
         self.colorbar.ax.tick_params(labelsize=8)
         self.row_boxes = [
-            ax.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor="#ff7f0e", linewidth=2))
+            ax.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor=QUERY_ORANGE, linewidth=2))
             for ax in (self.ax_scores, self.ax_weights, self.ax_out)
         ]
         self.ax_bars.set_xlim(0, 1)

@@ -77,3 +77,23 @@ def test_weights_scale_and_bad_scale():
     assert plots.weights_scale([[0.1234, 0.1236]], "data")[2].endswith("data range 0.123\u20130.124)")
     with pytest.raises(ValueError, match='scale must be "unit"'):
         plots.heatmap([[0.5, 0.5]], scale="log")
+
+
+def test_one_orange_and_it_means_the_query():
+    """plots.py's colour convention: the diagrams' query orange is plots.QUERY_ORANGE, and no other role is orange."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    from helpers import diagrams, plots
+
+    assert plots.QUERY_ORANGE == diagrams.QUERY_COLOUR
+
+    def orange(colour):
+        h, _, s = colorsys.rgb_to_hls(*to_rgb(colour))
+        return 15 / 360 <= h <= 45 / 360 and s > 0.5
+
+    assert orange(plots.QUERY_ORANGE)
+    for name in ("NEUTRAL_COLOUR", "LARGEST_COLOUR", "UNSCALED_COLOUR", "SCALED_COLOUR"):
+        assert not orange(getattr(plots, name)), name
+    assert not orange(diagrams.BACKWARD_COLOUR) and not orange(diagrams.KEY_COLOUR)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 MINUS = "\u2212"  # a real minus sign, wider than the hyphen
-QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue)
+QUERY_COLOUR = "#e66100"  # orange, for the query (colour-blind safe against the blue); = plots.QUERY_ORANGE
 KEY_COLOUR = "#1f5fa8"  # blue, for keys and attention lines (6.4:1 on white)
 QUERY_TEXT_COLOUR = "#a84300"  # the query's orange, darkened for text: 6.1:1 on white, 4.8:1 on the Q fill
 FILLS = {  # light fills for the boxes of the pipeline

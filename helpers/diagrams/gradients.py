@@ -255,7 +255,7 @@ def jacobian_pile(unscaled, scaled, d_k, *, bin_width=0.02, top=0.6, saturated=0
 # The backward pass as a graph of shapes, and the softmax Jacobian of one row.
 
 FORWARD_COLOUR = "#1f5fa8"  # blue: values flowing forward (6.3:1 on white)
-BACKWARD_COLOUR = "#a84300"  # dark orange: gradients flowing back (5.6:1 on white)
+BACKWARD_COLOUR = "#b2182b"  # dark red: gradients flowing back (6.9:1 on white); orange means the query
 LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # relative luminance of linear RGB (white or black numbers)
 # the nodes of attention's forward pass: name -> (title, symbolic shape, column, row)
 _GRAPH_NODES = {
@@ -288,9 +288,9 @@ def backward_graph(n, m, d_k, d_v):
     Six nodes: Q, K and V, the scores S = scale * Q K^T, the weights
     P = softmax(S) (row by row) and the output O = P V. Each box names its node
     and writes its shape twice: in letters and with the numbers given, in blue
-    for the values that flow forward, and in dark orange for the gradient
+    for the values that flow forward, and in dark red for the gradient
     dX = dL/dX that flows back, which has the shape of its node. Forward
-    arrows (blue) run above the backward arrows (orange, pointing the other
+    arrows (blue) run above the backward arrows (red, pointing the other
     way); each backward arrow carries the formula of its step, with
     r = rowsum(dO * O).
 
