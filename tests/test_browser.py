@@ -172,6 +172,8 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
                               + ", ".join(f"{name(s)} {s['words']}" for s in report.wordy))
     assert not report.long_code, (f"{source.stem}: code cells over {deck_report.MAX_CODE_LINES} lines: "
                                   + ", ".join(f"{name(s)} {s['code_lines']}" for s in report.long_code))
+    assert not report.upper_cased, (f"{source.stem}: headings upper-cased by the theme (formulas change meaning): "
+                                    + ", ".join(map(name, report.upper_cased)))
 
 
 @pytest.mark.browser

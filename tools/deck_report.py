@@ -15,7 +15,7 @@ number) and by its first heading or text, so a notebook author can find the cell
 
 The limits, for every deck (issues 10 and 17): at most 40 slides, speaker notes present,
 no overflow, nothing scrolling sideways, at most MAX_WORDS words of visible text and
-MAX_CODE_LINES lines of code per slide. Exit status 1 when any is broken.
+MAX_CODE_LINES lines of code per slide, and no heading upper-cased by the theme. Exit status 1 when any is broken.
 Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the test extra).
 """
 
@@ -105,8 +105,11 @@ MEASURE_JS = """async () => {
             if (e.closest('aside.notes')) return;
             codeLines = Math.max(codeLines, e.textContent.replace(/\\n+$/, '').split('\\n').length);
         });
+        // headings the theme upper-cases (a formula in one would change its meaning)
+        const upper = [...slide.querySelectorAll('h1, h2, h3, h4, h5, h6')].filter((e) => !e.closest('aside.notes')
+            && getComputedStyle(e).textTransform !== 'none').length;
         slides.push({
-            number: n + 1, h: at.h, v: at.v || 0, title: text,
+            number: n + 1, h: at.h, v: at.v || 0, title: text, upper_headings: upper,
             height: Math.round(tall), overflow: Math.round(tall - height),
             sideways: slide.scrollWidth - slide.clientWidth,
             notes: slide.querySelectorAll('aside.notes').length > 0,
@@ -149,6 +152,11 @@ class DeckReport:
         return [s for s in self.slides if s.get("code_lines", 0) > MAX_CODE_LINES]
 
     @property
+    def upper_cased(self) -> list[dict]:
+        """Slides with a heading whose case the theme changes (text-transform)."""
+        return [s for s in self.slides if s.get("upper_headings", 0)]
+
+    @property
     def walkthrough(self) -> bool:
         return self.name.startswith(WALKTHROUGHS)
 
@@ -172,6 +180,8 @@ class DeckReport:
             found.append(f"{self.name}: {name(s)}: {s['words']} words of visible text, more than {MAX_WORDS}")
         for s in self.long_code:
             found.append(f"{self.name}: {name(s)}: a code cell of {s['code_lines']} lines, more than {MAX_CODE_LINES}")
+        for s in self.upper_cased:
+            found.append(f"{self.name}: {name(s)}: {s['upper_headings']} headings upper-cased by the theme")
         return found
 
 
