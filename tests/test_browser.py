@@ -174,6 +174,22 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
                                   + ", ".join(f"{name(s)} {s['code_lines']}" for s in report.long_code))
     assert not report.upper_cased, (f"{source.stem}: headings upper-cased by the theme (formulas change meaning): "
                                     + ", ".join(map(name, report.upper_cased)))
+    # for a lecture hall (issue 24): type sizes, a picture per idea, notes that show their formulas, plain code
+    assert not report.small_prose, (f"{source.stem}: prose under {deck_report.MIN_PROSE_PX} px: "
+                                    + ", ".join(f"{name(s)} {s['prose_px']}" for s in report.small_prose))
+    assert not report.small_code, (f"{source.stem}: code under {deck_report.MIN_CODE_PX} px: "
+                                   + ", ".join(f"{name(s)} {s['code_px']}" for s in report.small_code))
+    n = len(report.slides)
+    assert len(report.with_pictures) >= deck_report.MIN_PICTURE_SHARE * n, (
+        f"{source.stem}: a picture on {len(report.with_pictures)} of {n} slides")
+    assert len(report.with_notes) >= deck_report.MIN_NOTES_SHARE * n, (
+        f"{source.stem}: speaker notes on {len(report.with_notes)} of {n} slides")
+    assert not report.blank_note_formulas, (f"{source.stem}: notes with TeX, blank in reveal's speaker view: "
+                                            + ", ".join(map(name, report.blank_note_formulas)))
+    assert not report.joined, (f"{source.stem}: code joining statements with ';': "
+                               + ", ".join(f"{name(s)} ({k} lines)" for s, k in report.joined))
+    assert not report.wrapped, (f"{source.stem}: a code line wraps or a printed word splits: "
+                                + ", ".join(map(name, report.wrapped)))
 
 
 @pytest.mark.browser

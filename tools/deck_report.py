@@ -38,7 +38,12 @@ MAX_SLIDES = 40
 # Issue 17's "about 60 words of visible text" and "about 8 lines of code" per slide, held exactly:
 # visible prose words (no notes, code, outputs or formulas), and the longest code cell's lines.
 MAX_WORDS = 60
-MAX_CODE_LINES = 8
+MAX_CODE_LINES = 8  # screen lines, at the slide's font size
+# Issue 24, for a lecture hall: type sizes in the deck's canvas pixels, and shares of the slides.
+MIN_PROSE_PX = 26
+MIN_CODE_PX = 24
+MIN_PICTURE_SHARE = 0.40
+MIN_NOTES_SHARE = 0.50
 TOLERANCE_PX = 2  # sub-pixel rounding of the layout
 TIMEOUT_MS = 90_000
 WALKTHROUGHS = ("01-", "02-", "03-", "04-", "05-", "06-")
@@ -108,7 +113,60 @@ MEASURE_JS = """async () => {
         // headings the theme upper-cases (a formula in one would change its meaning)
         const upper = [...slide.querySelectorAll('h1, h2, h3, h4, h5, h6')].filter((e) => !e.closest('aside.notes')
             && getComputedStyle(e).textTransform !== 'none').length;
+        // type sizes (canvas px): the smallest prose (rendered markdown and HTML output, not widgets,
+        // formulas or notes) and the smallest code or printed output on the slide
+        const shown = (e) => { const r = e.getBoundingClientRect(); return r.width > 1 && r.height > 1; };
+        let prosePx = 0, codePx = 0;
+        for (const e of slide.querySelectorAll('.jp-RenderedHTMLCommon *')) {
+            if (e.closest('aside.notes, mjx-container, .jupyter-widgets, pre, script, style')) continue;
+            if (![...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim())) continue;
+            if (!shown(e)) continue;
+            const px = parseFloat(getComputedStyle(e).fontSize);
+            if (e.tagName === 'CODE') codePx = codePx ? Math.min(codePx, px) : px;  // inline code is code
+            else prosePx = prosePx ? Math.min(prosePx, px) : px;
+        }
+        const codeSources = [];
+        let wrappedCode = 0, screenCode = 0, brokenWords = [];
+        for (const e of slide.querySelectorAll('pre')) {
+            if (e.closest('aside.notes, .jupyter-widgets') || !shown(e) || !e.textContent.trim()) continue;
+            const px = parseFloat(getComputedStyle(e).fontSize);
+            codePx = codePx ? Math.min(codePx, px) : px;
+            const lineHeight = parseFloat(getComputedStyle(e).lineHeight) || px * 1.3;
+            const source = e.textContent.replace(/\\n+$/, '');
+            const screen = Math.round((e.getBoundingClientRect().height / scale
+                - parseFloat(getComputedStyle(e).paddingTop) - parseFloat(getComputedStyle(e).paddingBottom))
+                / lineHeight);
+            if (e.closest('.jp-InputArea')) {
+                codeSources.push(source);
+                screenCode = Math.max(screenCode, screen);
+                wrappedCode += Math.max(0, screen - source.split('\\n').length);
+            } else {
+                // printed output: a word split over two screen lines
+                const walker = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    for (const m of node.textContent.matchAll(/\\S{2,}/g)) {
+                        const range = document.createRange();
+                        range.setStart(node, m.index);
+                        range.setEnd(node, m.index + m[0].length);
+                        const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0)
+                            .map((r) => Math.round(r.top)));
+                        if (tops.size > 1) brokenWords.push(m[0]);
+                    }
+                }
+            }
+        }
+        // a picture: an image, a drawn canvas or an SVG that is not a formula, of a real size
+        const picture = [...slide.querySelectorAll('img, canvas, svg')].some((e) => {
+            const r = e.getBoundingClientRect();
+            return !e.closest('aside.notes, mjx-container') && r.width / scale > 120 && r.height / scale > 80;
+        });
+        // speaker notes whose formulas reveal's speaker view leaves blank (it does not typeset TeX)
+        const texMarks = ['$', '\\(', '\\[', '\\begin{', '\\frac', '\\sqrt', '^{', '_{'];
+        const noteTex = [...slide.querySelectorAll('aside.notes')].filter((e) => e.querySelector('mjx-container')
+            || texMarks.some((m) => e.textContent.includes(m))).length;
         slides.push({
+            prose_px: prosePx, code_px: codePx, code_sources: codeSources, wrapped_code_lines: wrappedCode,
+            screen_code_lines: screenCode, broken_words: brokenWords, picture, notes_tex: noteTex,
             number: n + 1, h: at.h, v: at.v || 0, title: text, upper_headings: upper,
             height: Math.round(tall), overflow: Math.round(tall - height),
             sideways: slide.scrollWidth - slide.clientWidth,
@@ -149,12 +207,45 @@ class DeckReport:
 
     @property
     def long_code(self) -> list[dict]:
-        return [s for s in self.slides if s.get("code_lines", 0) > MAX_CODE_LINES]
+        return [s for s in self.slides
+                if max(s.get("code_lines", 0), s.get("screen_code_lines", 0)) > MAX_CODE_LINES]
 
     @property
     def upper_cased(self) -> list[dict]:
         """Slides with a heading whose case the theme changes (text-transform)."""
         return [s for s in self.slides if s.get("upper_headings", 0)]
+
+    @property
+    def small_prose(self) -> list[dict]:
+        return [s for s in self.slides if s.get("prose_px") and s["prose_px"] < MIN_PROSE_PX - 0.5]
+
+    @property
+    def small_code(self) -> list[dict]:
+        return [s for s in self.slides if s.get("code_px") and s["code_px"] < MIN_CODE_PX - 0.5]
+
+    @property
+    def with_pictures(self) -> list[dict]:
+        return [s for s in self.slides if s.get("picture")]
+
+    @property
+    def blank_note_formulas(self) -> list[dict]:
+        """Slides whose notes hold TeX, which reveal's speaker view shows blank."""
+        return [s for s in self.slides if s.get("notes_tex")]
+
+    @property
+    def joined(self) -> list[tuple[dict, int]]:
+        """(slide, lines) for code on a slide that joins statements with ';'."""
+        found = []
+        for s in self.slides:
+            lines = sum(joined_lines(code) for code in s.get("code_sources", ()))
+            if lines:
+                found.append((s, lines))
+        return found
+
+    @property
+    def wrapped(self) -> list[dict]:
+        """Slides with a code line that wraps, or a printed word split across two lines."""
+        return [s for s in self.slides if s.get("wrapped_code_lines") or s.get("broken_words")]
 
     @property
     def walkthrough(self) -> bool:
@@ -182,7 +273,40 @@ class DeckReport:
             found.append(f"{self.name}: {name(s)}: a code cell of {s['code_lines']} lines, more than {MAX_CODE_LINES}")
         for s in self.upper_cased:
             found.append(f"{self.name}: {name(s)}: {s['upper_headings']} headings upper-cased by the theme")
+        for s in self.small_prose:
+            found.append(f"{self.name}: {name(s)}: prose at {s['prose_px']:g} px, under {MIN_PROSE_PX}")
+        for s in self.small_code:
+            found.append(f"{self.name}: {name(s)}: code at {s['code_px']:g} px, under {MIN_CODE_PX}")
+        n = len(self.slides)
+        if n and len(self.with_pictures) < MIN_PICTURE_SHARE * n:
+            found.append(f"{self.name}: a picture on {len(self.with_pictures)} of {n} slides, "
+                         f"under {MIN_PICTURE_SHARE:.0%}")
+        if n and len(self.with_notes) < MIN_NOTES_SHARE * n:
+            found.append(f"{self.name}: speaker notes on {len(self.with_notes)} of {n} slides, "
+                         f"under {MIN_NOTES_SHARE:.0%}")
+        for s in self.blank_note_formulas:
+            found.append(f"{self.name}: {name(s)}: notes with TeX, blank in the speaker view (write it in Unicode)")
+        for s, lines in self.joined:
+            found.append(f"{self.name}: {name(s)}: {lines} code lines join statements with ';'")
+        for s in self.wrapped:
+            found.append(f"{self.name}: {name(s)}: {s.get('wrapped_code_lines', 0)} code lines wrap; "
+                         f"printed words split: {s.get('broken_words', [])[:3]}")
         return found
+
+
+def joined_lines(code: str) -> int:
+    """Lines of `code` that join statements with ';' (Python's tokenizer: not in strings or comments)."""
+    import io
+    import tokenize
+
+    lines = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code + "\n").readline):
+            if tok.type == tokenize.OP and tok.string == ";":
+                lines.add(tok.start[0])
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return sum(1 for line in code.splitlines() if ";" in line.split("#")[0])
+    return len(lines)
 
 
 def measure_deck(browser, deck: Path) -> DeckReport:
@@ -222,17 +346,22 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 
 
 def table(reports: list[DeckReport]) -> str:
-    lines = [f"{'deck':<36} {'slides':>6} {'overflowing':>11} {'with notes':>10} {'wide code':>9}"
-             f" {f'> {MAX_WORDS} words':>12} {f'> {MAX_CODE_LINES} lines':>12} {'most words':>10}"]
+    lines = [f"{'deck':<24} {'slides':>6} {'prose<26':>8} {'code<24':>7} {'pictures':>8} {'notes':>5}"
+             f" {'TeX notes':>9} {'upper':>5} {'; lines':>7} {'wrapped':>7} {'overflow':>8} {'wide':>4}"
+             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4}"]
     for r in reports:
-        lines.append(f"{r.name[:36]:<36} {len(r.slides):>6} {len(r.overflowing):>11} {len(r.with_notes):>10}"
-                     f" {len(r.wide):>9} {len(r.wordy):>12} {len(r.long_code):>12}"
-                     f" {max((s.get('words', 0) for s in r.slides), default=0):>10}")
-    walk = [r for r in reports if r.walkthrough]
-    if walk:
-        lines.append(f"{'walkthroughs 01-06':<36} {sum(len(r.slides) for r in walk):>6} "
-                     f"{sum(len(r.overflowing) for r in walk):>11} {sum(len(r.with_notes) for r in walk):>10}"
-                     f" {sum(len(r.wide) for r in walk):>9}")
+        lines.append(f"{r.name[:24]:<24} {len(r.slides):>6} {len(r.small_prose):>8} {len(r.small_code):>7}"
+                     f" {len(r.with_pictures):>8} {len(r.with_notes):>5} {len(r.blank_note_formulas):>9}"
+                     f" {len(r.upper_cased):>5} {sum(n for _, n in r.joined):>7} {len(r.wrapped):>7}"
+                     f" {len(r.overflowing):>8} {len(r.wide):>4} {len(r.wordy):>4} {len(r.long_code):>4}")
+    every = reports
+    if len(every) > 1:
+        lines.append(f"{'all decks':<24} {sum(len(r.slides) for r in every):>6}"
+                     f" {sum(len(r.small_prose) for r in every):>8} {sum(len(r.small_code) for r in every):>7}"
+                     f" {sum(len(r.with_pictures) for r in every):>8} {sum(len(r.with_notes) for r in every):>5}"
+                     f" {sum(len(r.blank_note_formulas) for r in every):>9} {sum(len(r.upper_cased) for r in every):>5}"
+                     f" {sum(n for r in every for _, n in r.joined):>7} {sum(len(r.wrapped) for r in every):>7}"
+                     f" {sum(len(r.overflowing) for r in every):>8}")
     return "\n".join(lines)
 
 
