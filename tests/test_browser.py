@@ -204,7 +204,8 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
     _, publish, _ = _deck_tools()
     out = tmp_path_factory.mktemp("speaker")
     cells = [new_markdown_cell("# A deck"), new_markdown_cell("## The slide with notes"),
-             new_markdown_cell("SPEAKER-NOTES: say this aloud, do not project it.")]
+             new_markdown_cell("SPEAKER-NOTES: say this aloud, do not project it. Scale by $1/\\sqrt{d_k}$:\n\n"
+                               "$$\\operatorname{softmax}\\left(\\frac{QK^\\top}{\\sqrt{d_k}}\\right)V$$")]
     for cell, kind in zip(cells, ("slide", "slide", "notes")):
         cell.metadata["slideshow"] = {"slide_type": kind}
     source = out / "lesson.ipynb"
@@ -220,7 +221,7 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
             page = context.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(server.url(deck.name))
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+            page.wait_for_function("() => window.Reveal && Reveal.isReady() && window.notesMathML !== undefined")
             # the first slide that has notes
             index = page.evaluate("""() => {
                 const slide = Reveal.getSlides().find((s) => s.querySelector('aside.notes'));
@@ -239,6 +240,14 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
                 arg=expected)
             shown = " ".join(notes.inner_text().split())
             assert shown[:40] == " ".join(expected.split())[:40], (index, shown[:200])
+            # the notes' formulas are drawn there (MathML, which the browser typesets without MathJax),
+            # not blank: the inline one and the display one, each of a real size, with the square root
+            sizes = speaker.evaluate("""() => [...document.querySelectorAll('.speaker-controls-notes .value math')]
+                .map((m) => { const r = m.getBoundingClientRect(); return [r.width, r.height, m.textContent]; })""")
+            assert len(sizes) == 2, sizes
+            assert all(w > 10 and h > 8 for w, h, _ in sizes), sizes
+            assert "QK" in sizes[1][2].replace(" ", "").replace("\n", ""), sizes
+            assert speaker.locator(".speaker-controls-notes .value msqrt").count() == 2
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             speaker.screenshot(path=ARTIFACTS / "speaker-view.png")
         finally:

@@ -161,7 +161,7 @@ MEASURE_JS = """async () => {
             return !e.closest('aside.notes, mjx-container') && r.width / scale > 120 && r.height / scale > 80;
         });
         // speaker notes whose formulas reveal's speaker view leaves blank (it does not typeset TeX)
-        const texMarks = ['$', '\\(', '\\[', '\\begin{', '\\frac', '\\sqrt', '^{', '_{'];
+        const texMarks = ['$', '\\\\(', '\\\\[', '\\\\begin{', '\\\\frac', '\\\\sqrt', '^{', '_{'];
         const noteTex = [...slide.querySelectorAll('aside.notes')].filter((e) => e.querySelector('mjx-container')
             || texMarks.some((m) => e.textContent.includes(m))).length;
         slides.push({
@@ -178,7 +178,8 @@ MEASURE_JS = """async () => {
 }"""
 
 READY_JS = """() => window.Reveal && Reveal.isReady() && window.MathJax && MathJax.startup
-    && MathJax.startup.promise && [...document.images].every((i) => i.complete)"""
+    && MathJax.startup.promise && [...document.images].every((i) => i.complete)
+    && (window.notesAsMathML === undefined || window.notesMathML !== undefined)"""
 
 
 @dataclass
