@@ -149,12 +149,20 @@ PRESENT_URL = $(if $(PRESENT),/rise/$(PRESENT),/lab/tree/$(INDEX))
 
 present-venv: $(PRESENT_STAMP)
 
-$(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides.json
+# Its kernels run their notebook's set-up cells as they start (tools/rise/present_setup.py), so the
+# first Shift+Enter on any slide works; the overrides also turn autosave off: presenting never
+# writes to the notebook in the repository; tools/rise/patch_presenter.py keeps the arrow keys of a
+# focused slider from moving the deck.
+$(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides.json tools/rise/present_setup.py \
+                  tools/rise/patch_presenter.py
 	test -x $(PRESENT_VENV)/bin/python || $(PYTHON) -m venv $(PRESENT_VENV)
 	$(PRESENT_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PRESENT_VENV)/bin/python -m pip install --quiet -e ".[present]" -c tools/rise/constraints.txt
-	mkdir -p $(PRESENT_VENV)/share/jupyter/lab/settings
+	mkdir -p $(PRESENT_VENV)/share/jupyter/lab/settings $(PRESENT_VENV)/etc/ipython
 	cp tools/rise/overrides.json $(PRESENT_VENV)/share/jupyter/lab/settings/overrides.json
+	echo 'c.InteractiveShellApp.exec_files = ["$(CURDIR)/tools/rise/present_setup.py"]' \
+	  > $(PRESENT_VENV)/etc/ipython/ipython_kernel_config.py
+	$(PRESENT_VENV)/bin/python tools/rise/patch_presenter.py
 	touch $(PRESENT_STAMP)
 
 present: $(PRESENT_STAMP)

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 TIMEOUT_MS = 120_000
 NOTEBOOK = "rise-explorer.ipynb"
+FIXTURE = f"build/rise-test/{NOTEBOOK}"
 PRESENT_PYTHON = ROOT / ".venv-present" / "bin" / "python"
 CODE = 'from helpers.widgets import AttentionExplorer\n\nexplorer = AttentionExplorer("i_am_happy")\nexplorer'
 
@@ -55,14 +56,19 @@ def _fixture_notebook(path):
 
 @pytest.fixture(scope="module")
 def rise_page(tmp_path_factory):
+    """One presenter server for the module, its root the repository's as with `make present`.
+
+    The small dedicated notebook is written under build/ (ignored by git), so that the
+    collection's own decks are served by the same server (one Playwright session per process).
+    """
     reason = unavailable()
     if reason:
         pytest.skip(reason)
     if not (ROOT / ".venv-present" / ".installed").exists():
         subprocess.run(["make", "present-venv"], cwd=ROOT, check=True, timeout=1800)
-    root = tmp_path_factory.mktemp("rise-root")
-    _fixture_notebook(root / NOTEBOOK)
-    server = JupyterLab(root, tmp_path_factory.mktemp("rise-home"), python=PRESENT_PYTHON)
+    (ROOT / FIXTURE).parent.mkdir(parents=True, exist_ok=True)
+    _fixture_notebook(ROOT / FIXTURE)
+    server = JupyterLab(ROOT, tmp_path_factory.mktemp("rise-home"), python=PRESENT_PYTHON)
     with served_page(server, ARTIFACTS, "jupyter-server-rise.log", timeout_ms=TIMEOUT_MS) as page:
         page.requests = []
         page.on("request", lambda r: page.requests.append(r.url))
@@ -75,7 +81,7 @@ def _present_slide(page):
 
 def test_rise_runs_the_explorer_slide_on_a_live_kernel_offline(rise_page):
     page = rise_page
-    page.goto(page.server.url(f"/rise/{NOTEBOOK}"))
+    page.goto(page.server.url(f"/rise/{FIXTURE}"))
     page.wait_for_selector(".reveal.ready")
     assert "live lecture" in _present_slide(page).lower()
     page.wait_for_timeout(2000)  # the kernel connects after the deck is drawn
@@ -112,3 +118,92 @@ def test_rise_temperature_slider_changes_the_picture(rise_page):
     assert "the explorer" in _present_slide(page).lower(), "the arrow keys moved the deck instead of the slider"
     assert image.get_attribute("src") != before
     assert _readout(page) != readout, "the picture changed but the temperature readout did not"
+
+
+# --- the collection's own decks, live, as `make present` serves them (issue 24 item 6) ------------------
+# The server's root is the repository, as with `make present`; the kernels are .venv-present's, which
+# run their notebook's set-up cells as they start (tools/rise/present_setup.py). On a slide in the middle
+# of the deck, the first Shift+Enter on an explorer's cell must work, the arrow keys must move a focused
+# slider and not the deck, and the notebook file must be the same bytes afterwards.
+LIVE_DECKS = {"07": "notebooks/07-explorer.ipynb", "12": "notebooks/12-induction-heads.ipynb"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def explorer_cell(path):
+    """The first line of the last code cell on a slide that shows a saved widget (an explorer)."""
+    nb = nbformat.read(ROOT / path, as_version=4)
+    shown = [c for c in nb.cells if c.cell_type == "code"
+             and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
+             and "slides-hide-code" not in c.metadata.get("tags", [])
+             and any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))]
+    assert shown, f"{path}: no explorer on a slide"
+    return shown[-1].source.strip().splitlines()[0].strip()
+
+
+PRESENT_SECTION = ("document.querySelector('.reveal .slides section.present section.present') "
+                   "|| document.querySelector('.reveal .slides section.present')")
+
+
+def _slide_text(page):
+    return page.evaluate(f"() => ({PRESENT_SECTION})?.innerText || ''")
+
+
+def _go_to(page, text, key="Space"):
+    for _ in range(80):
+        if text in _slide_text(page):
+            return True
+        page.keyboard.press(key)
+        page.wait_for_timeout(150)
+    return text in _slide_text(page)
+
+
+@pytest.mark.parametrize("deck", sorted(LIVE_DECKS))
+def test_an_explorer_in_the_middle_of_a_deck_runs_and_takes_the_arrow_keys(rise_page, deck):
+    import hashlib
+
+    page = rise_page
+    path = LIVE_DECKS[deck]
+    first_line = explorer_cell(path)
+    before = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+    page.goto(page.server.url(f"/rise/{path}"))
+    page.wait_for_selector(".reveal.ready")
+    page.wait_for_timeout(3000)  # the kernel starts and runs the set-up cells after the deck is drawn
+    # forward with Space (RISE's "next") to the explorer's slide, in the middle of the deck: no cell
+    # before it has run
+    assert _go_to(page, first_line), f"{path}: no slide shows {first_line!r}"
+    cell = page.locator(".jp-CodeCell", has_text=first_line).last
+    cell.locator(".cm-content").first.click()
+    page.keyboard.press("Shift+Enter")  # runs the cell, then RISE moves on to the next cell
+    # the first Shift+Enter works: the cell's output is a live widget with its picture, no NameError
+    handle = cell.locator(".noUi-handle").first
+    handle.wait_for(state="attached", timeout=TIMEOUT_MS)
+    image = cell.locator(".jupyter-widgets img").first
+    image.wait_for(state="attached", timeout=TIMEOUT_MS)
+    errors = cell.locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    assert errors.count() == 0, errors.first.inner_text()
+    assert "NameError" not in cell.inner_text()
+    assert _go_to(page, first_line, key="Shift+Space"), "could not go back to the explorer's slide"
+    page.wait_for_timeout(500)
+    # the picture keeps its shape (never stretched) and is not taller than the screen
+    shape = image.evaluate("""(img) => ({natural: img.naturalWidth / img.naturalHeight,
+        shown: img.getBoundingClientRect().width / img.getBoundingClientRect().height,
+        height: img.getBoundingClientRect().height})""")
+    assert abs(shape["shown"] / shape["natural"] - 1) < 0.03, shape
+    assert shape["height"] <= page.viewport_size["height"], shape
+    # a focused slider takes the arrow keys; the deck stays where it is
+    src = image.get_attribute("src")
+    where = _slide_text(page)[:200]
+    handle.focus()
+    for _ in range(3):
+        handle.press("ArrowRight")
+    page.wait_for_function("([img, old]) => img.src !== old", arg=[image.element_handle(), src],
+                           timeout=TIMEOUT_MS)
+    page.wait_for_timeout(500)
+    assert _slide_text(page)[:200] == where, f"{path}: the arrow keys moved the deck as well as the slider"
+    outside = [u for u in page.requests
+               if not u.startswith(page.server.base_url) and not u.startswith(("data:", "blob:"))]
+    assert not outside, f"requests that left the loopback server: {outside[:5]}"
+    # presenting (and running cells) does not write to the notebook in the repository
+    page.wait_for_timeout(2500)
+    after = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+    assert after == before, f"{path} changed on disk while it was presented"

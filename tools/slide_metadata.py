@@ -31,7 +31,13 @@ After that the metadata is the source: a lecturer's own choices (made in
 JupyterLab) are kept, and only cells without a slide type are filled in.
 Nothing else in a notebook changes, so no re-execution is needed.
 ``--check`` also reports a navigation, set-up or collapsed cell that is shown
-as a slide.
+as a slide, and a notebook without the live lecture mode's settings
+(:data:`RISE_SETTINGS`: reveal's white theme, so that nothing is fetched from
+the network); ``--fix`` and the default mode set them.
+
+In live lecture mode (``make present``) each kernel runs its notebook's set-up
+cells (:func:`is_setup`) as it starts (tools/rise/present_setup.py), so the
+first Shift+Enter on any slide finds the imports: set-up cells stay off the slides.
 """
 
 from __future__ import annotations
@@ -157,10 +163,31 @@ def rule_types(cells) -> list[str]:
     return types
 
 
+# The live lecture mode's settings (jupyterlab-rise reads the notebook's ``rise`` metadata). The white
+# theme uses reveal.js's bundled fonts (RISE's default theme asks Google Fonts, which a lecture hall
+# without the internet does not reach); no transition; a long slide scrolls instead of being cut.
+RISE_SETTINGS = {"theme": "white", "transition": "none", "scroll": True}
+
+
+def rise_problems(nb) -> list[str]:
+    """Settings of :data:`RISE_SETTINGS` that the notebook's ``rise`` metadata lacks or contradicts."""
+    rise = nb.metadata.get("rise", {})
+    return [f"rise.{key} is {rise.get(key)!r}, not {value!r}" for key, value in RISE_SETTINGS.items()
+            if rise.get(key) != value]
+
+
+def set_rise(nb) -> int:
+    """Give ``nb`` the live lecture settings (in place); 1 when it changed, else 0."""
+    if not rise_problems(nb):
+        return 0
+    nb.metadata.setdefault("rise", {}).update(RISE_SETTINGS)
+    return 1
+
+
 def apply(path: Path, *, reset: bool = False) -> int:
     """Fill in (or with ``reset`` recompute) the slide types of one notebook; return how many changed."""
     nb = nbformat.read(path, as_version=4)
-    changed = 0
+    changed = set_rise(nb)
     for cell, kind in zip(nb.cells, rule_types(nb.cells)):
         if slide_type_of(cell) is not None and not reset:
             continue
@@ -214,7 +241,7 @@ def hide(cells, *, only_collapsed: bool = False) -> int:
 def fix(path: Path) -> int:
     """:func:`hide` on a notebook file: set-up, navigation and collapsed cells shown as slides; how many changed."""
     nb = nbformat.read(path, as_version=4)
-    changed = hide(nb.cells)
+    changed = hide(nb.cells) + set_rise(nb)
     if changed:
         nbformat.validate(nb)
         nbformat.write(nb, path)
@@ -229,7 +256,7 @@ def problems(path: Path, *, shown_cells: bool = True) -> list[str]:
     shown as a slide.
     """
     nb = nbformat.read(path, as_version=4)
-    found = []
+    found = [f"{path.name}: {problem} (live lecture mode; --fix sets it)" for problem in rise_problems(nb)]
     for i, cell in enumerate(nb.cells):
         kind = slide_type_of(cell)
         if kind not in SLIDE_TYPES:
