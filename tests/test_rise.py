@@ -203,7 +203,11 @@ def test_an_explorer_in_the_middle_of_a_deck_runs_and_takes_the_arrow_keys(rise_
     outside = [u for u in page.requests
                if not u.startswith(page.server.base_url) and not u.startswith(("data:", "blob:"))]
     assert not outside, f"requests that left the loopback server: {outside[:5]}"
-    # presenting (and running cells) does not write to the notebook in the repository
+    # presenting (and running cells) does not write to the notebook in the repository: autosave is off
+    # in the presenter's settings (tools/rise/overrides.json), and the file is the same bytes
+    settings = page.evaluate("""async () => (await fetch('/lab/api/settings/@jupyterlab/docmanager-extension:plugin',
+        {credentials: 'same-origin'})).json()""")
+    assert settings["settings"]["autosave"] is False, settings.get("settings")
     page.wait_for_timeout(2500)
     after = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
     assert after == before, f"{path} changed on disk while it was presented"
