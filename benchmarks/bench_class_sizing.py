@@ -13,13 +13,20 @@ once, and reads the server's peak resident memory (``VmHWM`` in
 ``/proc/<pid>/status``) and CPU seconds: a single-user server's overhead, without
 a kernel.
 
-Prints a table (MiB, CPU seconds) and the sizing docs/classroom.md is built from.
+Prints a table (MiB, CPU seconds) and the sizing docs/classroom.md is built from;
+``--json`` keeps the measurements (benchmarks/class_sizing.json holds the ones
+the page quotes), and ``--table JSON`` prints the page's sizing table from such a file
+without measuring again (tests/test_classroom.py checks that the page shows it).
+
+    python benchmarks/bench_class_sizing.py --json benchmarks/class_sizing.json
+    python benchmarks/bench_class_sizing.py --table benchmarks/class_sizing.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import socket
@@ -119,11 +126,63 @@ def measure_server() -> dict:
         proc.wait(timeout=30)
 
 
+MIB_STEP_GUARANTEE = 128   # the guarantee: server + largest kernel, rounded up to this many MiB
+MIB_STEP_LIMIT = 256       # the limit: 1.5 x (server + two largest kernels), rounded up to this
+HEADROOM = 1.5
+BURST_SECONDS = 180        # "a class runs the heaviest notebook top to bottom within 3 minutes"
+CLASS = 100
+
+
+def sizing(data: dict) -> dict:
+    """The figures of docs/classroom.md's table, from the measurements ``data``."""
+    rows, server = data["notebooks"], data["server"]
+    peaks = sorted((r["peak_mib"] for r in rows), reverse=True)
+    heaviest = max(rows, key=lambda r: r["cpu_s"])
+    largest = max(rows, key=lambda r: r["peak_mib"])
+    one = server["peak_mib"] + peaks[0]
+    two = server["peak_mib"] + peaks[0] + peaks[1]
+    return {
+        "kernel_min": min(peaks), "kernel_max": peaks[0], "largest": Path(largest["notebook"]).stem,
+        "server": server["peak_mib"], "one_kernel": one, "two_kernels": two,
+        "cpu_min": min(r["cpu_s"] for r in rows), "cpu_max": heaviest["cpu_s"],
+        "heaviest": Path(heaviest["notebook"]).stem,
+        "class_memory_gib": CLASS * one / 1024,
+        "cores": math.ceil(CLASS * heaviest["cpu_s"] / BURST_SECONDS),
+        "guarantee": math.ceil(one / MIB_STEP_GUARANTEE) * MIB_STEP_GUARANTEE,
+        "limit": math.ceil(HEADROOM * two / MIB_STEP_LIMIT) * MIB_STEP_LIMIT,
+    }
+
+
+def table(data: dict) -> str:
+    """docs/classroom.md's sizing table (markdown)."""
+    f = sizing(data)
+    return "\n".join([
+        "| measure | measured here | so plan for |",
+        "|---|---:|---|",
+        f"| one kernel, peak, run top to bottom | {f['kernel_min']:.0f}-{f['kernel_max']:.0f} MiB "
+        f"(largest: `{f['largest']}`) | |",
+        f"| one JupyterLab server, no kernel | {f['server']:.0f} MiB | |",
+        f"| memory per active student: server + the largest kernel | {f['one_kernel']:.0f} MiB | "
+        f"guarantee {f['guarantee']} MiB |",
+        f"| two notebooks open: server + the two largest kernels | {f['two_kernels']:.0f} MiB | "
+        f"limit {f['limit']} MiB ({HEADROOM:g} x, no notebook reaches it) |",
+        f"| memory for {CLASS} active students | {f['class_memory_gib']:.0f} GiB | |",
+        f"| CPU seconds per notebook, top to bottom | {f['cpu_min']:.1f}-{f['cpu_max']:.1f} s "
+        f"(heaviest: `{f['heaviest']}`) | CPU limit 1 core per student (one BLAS thread) |",
+        f"| cores for {CLASS} students running the heaviest notebook within {BURST_SECONDS // 60} minutes "
+        f"| {f['cores']} | {f['cores']} cores |",
+    ])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/ and the exercises")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--table", type=Path, metavar="JSON", help="print the table of a saved run")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return 0
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}, Python {platform.python_version()}, one BLAS thread")
     rows = []
@@ -138,8 +197,10 @@ def main(argv: list[str]) -> int:
     top = max(rows, key=lambda r: r["peak_mib"])
     print(f"largest kernel: {top['notebook']} at {top['peak_mib']:.0f} MiB; "
           f"server + largest kernel: {top['peak_mib'] + server['peak_mib']:.0f} MiB")
+    data = {"notebooks": rows, "server": server}
+    print(table(data))
     if args.json:
-        args.json.write_text(json.dumps({"notebooks": rows, "server": server}, indent=1) + "\n")
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
     return 0
 
 

@@ -1,6 +1,7 @@
 """The whole class loop on a real JupyterHub, on loopback: `make classroom-test` (issue 25 item 6).
 
-Runs only when ``ATTENTION_CLASSROOM=1`` (the make target sets it; ``make test`` skips it).
+The hub test runs only when ``ATTENTION_CLASSROOM=1`` (the make target sets it; ``make
+test`` skips it); the checks of docs/classroom.md and of what students get run always.
 What it starts, all on 127.0.0.1 and all stopped at the end:
 
 - JupyterHub (``jupyterhub`` from .venv-grade) with its DummyAuthenticator and the
@@ -68,8 +69,7 @@ INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-
 INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
 THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
-pytestmark = pytest.mark.skipif(not CLASSROOM,
-                                reason="the JupyterHub class loop runs in `make classroom-test`")
+needs_hub = pytest.mark.skipif(not CLASSROOM, reason="the JupyterHub class loop runs in `make classroom-test`")
 
 TIMINGS: dict[str, float] = {}
 
@@ -318,6 +318,7 @@ def _wait_service(teacher: Browser, timeout=120):
     raise TimeoutError(f"the formgrader service did not answer: {reply.status_code}")
 
 
+@needs_hub
 def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
     url = hub["url"]
     answers = _answers()
@@ -442,3 +443,63 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
     late = {r["student_id"] for r in rows if r["timestamp"] and r["duedate"]
             and datetime.fromisoformat(r["timestamp"]) > datetime.fromisoformat(r["duedate"])}
     assert late == {"frank"}
+
+
+# --- what the page says, and what students get (always run) ----------------------------------------
+
+
+def test_the_sizing_table_is_the_measurement():
+    """docs/classroom.md's table is what bench_class_sizing.py --table prints from the stored run."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_class_sizing.py"), "--table",
+                          str(ROOT / "benchmarks" / "class_sizing.json")],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    page = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    block = page.split("<!-- sizing table:", 1)[1].split("-->", 1)[1].split("<!-- /sizing table -->")[0]
+    assert block.strip() == run.stdout.strip()
+    data = json.loads((ROOT / "benchmarks" / "class_sizing.json").read_text())
+    measured = {Path(r["notebook"]).name for r in data["notebooks"]}
+    wanted = {p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")}
+    assert wanted | {p.name for p in course.SOLUTIONS.glob("*.ipynb")} == measured
+    # the limits hold every measured notebook with a server, two at a time
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_class_sizing
+
+    sized = bench_class_sizing.sizing(data)
+    assert sized["two_kernels"] < sized["limit"] and sized["one_kernel"] <= sized["guarantee"]
+    for limit in ('mem_limit = "1G"', "limit: 1G"):
+        assert limit in page and sized["limit"] == 1024
+    for guarantee in ('mem_guarantee = "512M"', "guarantee: 512M"):
+        assert guarantee in page and sized["guarantee"] == 512
+
+
+def test_the_hub_configs_are_lean_pinned_and_single_threaded():
+    page = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    assert page.count('-e ".[test]"') == 1  # named once, as what not to install
+    assert page.count('"attention-step-by-step[lab] @ git+https://github.com/<owner>/<name>@v0.1.0"') == 2
+    assert 'c.Spawner.default_url = "/lab/tree/<name>/notebooks/00-index.ipynb"' in page
+    assert 'defaultUrl: "/lab/tree/<name>/notebooks/00-index.ipynb"' in page
+    assert '"OPENBLAS_NUM_THREADS": "1"' in page and 'OPENBLAS_NUM_THREADS: "1"' in page
+    assert "git-pull?repo=" in page and "-Xours" in page
+
+
+def test_binder_students_get_no_grading_tools():
+    """binder/ (what repo2docker builds, ignoring the root environment.yml) has no nbgrader or hub."""
+    text = "\n".join(line for p in (ROOT / "binder").iterdir() if p.is_file()
+                     for line in p.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#"))
+    assert "numpy" in text and "pip install --no-deps -e ." in text
+    assert "nbgrader" not in text.lower() and "jupyterhub" not in text.lower()
+
+
+def test_the_wheel_ships_no_instructor_material():
+    """setuptools finds `helpers*` only; instructor/ is no package, and the docs tell the site to skip it."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        find = tomllib.load(f)["tool"]["setuptools"]["packages"]["find"]
+    assert find["include"] == ["helpers*"]
+    assert not list((ROOT / "instructor").rglob("__init__.py"))
+    from setuptools import find_namespace_packages
+
+    found = find_namespace_packages(where=str(ROOT), include=find["include"], exclude=find.get("exclude", []))
+    assert found and all(name.split(".")[0] == "helpers" for name in found)

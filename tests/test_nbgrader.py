@@ -173,7 +173,11 @@ def test_docs_teaching_lists_the_declared_points():
             # wherever the plan names a whole notebook's homework with its points, they agree
             for found in re.findall(rf"`{name}` \((\d+) points?\)", plan):
                 assert int(found) == points, name
-    # the lecture table: "E1 (9)" for whole notebooks
+    # the 6-lecture path leaves E7 out
+    six = plan.split("## A 6-lecture path", 1)[1].split("\n## ", 1)[0]
+    assert f"Homework: {totals['total'] - totals['E7-online-softmax']} points (E7 is left out)" in six
+    assert "E7" not in six.split("| lecture |", 1)[1].split("Homework:")[0]
+    # the lecture tables: "E1 (9)" for whole notebooks
     for short, points in re.findall(r"\b(E\d) \((\d+)\)", plan):
         name = next(n for n in totals if n.startswith(short + "-"))
         assert int(points) == totals[name], short
