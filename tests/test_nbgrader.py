@@ -389,3 +389,20 @@ def test_a_lookup_table_of_the_visible_probes_fails_the_hidden_tests(task):
     # The visible check alone is fooled when it probes the same inputs on every run; the hidden tests are
     # what the grade rests on.
     print(task.check, "visible check fooled by the table:", visible)
+
+
+def test_the_model_answers_stay_off_the_site():
+    """instructor/exam_answers.md answers every exam question of docs/teaching.md, and the site publishes none of it."""
+    import publish
+
+    pages = publish.site_documents() + publish.site_notebooks()
+    assert not [p for p in pages if "instructor" in p.relative_to(ROOT).parts]
+    plan = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    answers = (course.INSTRUCTOR / "exam_answers.md").read_text(encoding="utf-8")
+    lectures = re.findall(r"^## (Lecture \d+)[^\n]*\n(.*?)(?=^## )", plan, flags=re.M | re.S)
+    assert len(lectures) == 12
+    for lecture, body in lectures:
+        questions = re.findall(r"^(\d)\. ", body.split("**Discussion / exam questions.**", 1)[1].split("\n\n", 1)[0],
+                               flags=re.M)
+        section = answers.split(f"## {lecture}", 1)[1].split("\n## ", 1)[0]
+        assert questions == re.findall(r"^(\d)\. \*\*", section, flags=re.M), lecture
