@@ -141,7 +141,8 @@ nbgrader: $(VENV)/.installed-publish
 # --- a class on JupyterHub (issue 25): the whole nbgrader loop, on loopback ---------------
 # JupyterHub joins nbgrader in .venv-grade; its proxy, configurable-http-proxy, comes from
 # npm into build/chp/ (pinned), once. tests/test_classroom.py starts the hub, five students
-# and the formgrader service on 127.0.0.1 and stops them all (about 70 s here).
+# and the formgrader service on 127.0.0.1 and stops them all (about 70 s here); -s shows
+# the time of each step.
 HUB_STAMP := $(GRADE_VENV)/.installed-hub
 CHP_VERSION := 4.6.3
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
@@ -154,7 +155,7 @@ $(CHP):
 	npm install --prefix build/chp --no-audit --no-fund --silent configurable-http-proxy@$(CHP_VERSION)
 
 classroom-test: $(VENV)/.installed-test $(HUB_STAMP) $(CHP)
-	$(THREADS) ATTENTION_CLASSROOM=1 $(BIN)/python -m pytest tests/test_classroom.py
+	$(THREADS) ATTENTION_CLASSROOM=1 $(BIN)/python -m pytest -s tests/test_classroom.py
 
 # --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------
 # In its own .venv-present: RISE's presenter bundles an older JupyterLab core, and only
