@@ -222,8 +222,10 @@ def _answers():
     nb = nbformat.read(course.SOLUTIONS / f"{ASSIGNMENT}.ipynb", as_version=4)
     right = [c.source for c in nb.cells if "solution" in c.metadata.get("tags", [])]
     ignores_mask = "def masked_backward(q, k, v, d_out, mask):\n    return attention_backward(q, k, v, d_out)\n"
-    no_scale = right[0].replace("scale = 1 / math.sqrt(q.shape[-1])", "scale = 1.0")
-    assert no_scale != right[0]
+    # the chain rule's factor 1/sqrt(d_k) left out of dQ and dK (the forward pass keeps it)
+    no_scale = right[0].replace("d_q = scale * d_s @ k", "d_q = d_s @ k").replace("d_k = scale * d_s.T @ q",
+                                                                                   "d_k = d_s.T @ q")
+    assert no_scale.count("scale *") == right[0].count("scale *") - 2
     return {
         "alice": right,
         "carol": [right[0], ignores_mask],
@@ -351,7 +353,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
             fetched = browser.server("POST", "assignments/fetch",
                                      data={"course_id": COURSE, "assignment_id": ASSIGNMENT})
             assert fetched.status_code == 200, (name, fetched.text[:500])
-            assert (hub["homes"] / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+            fetched_text = (hub["homes"] / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8")
+            assert "BEGIN HIDDEN TESTS" not in fetched_text and "(4 points)" in fetched_text
 
     # --- students see no grading menus; the instructor does -----------------------------------------
     for name, browser in students.items():
@@ -429,6 +432,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
     for name, score in want.items():
         assert f"Score: {score} / 7.0" in feedback[name] or f"{score} / 7.0" in feedback[name], name
     assert "do not depend on the mask" in feedback["carol"]  # the check's own message, as the student sees it
+    assert "sqrt(d_k)" in feedback["dave"]
+    assert "hidden_attention_backward" in feedback["alice"]  # the hidden tests, shown after grading
     assert "NotImplementedError" in feedback["erin"]
 
     # --- the gradebook, exported as the instructor does in the formgrader's terminal ---------------
