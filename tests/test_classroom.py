@@ -242,7 +242,7 @@ def _our_processes(base: Path):
         try:
             text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
             text += " " + " ".join(f"{k}={v}" for k, v in (proc.info["environ"] or {}).items()
-                                   if k in ("JUPYTER_CONFIG_DIR", "JUPYTERHUB_SERVICE_URL"))
+                                   if k in ("JUPYTER_CONFIG_DIR", "JUPYTERHUB_SERVICE_URL", "HOME"))
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if str(base) in text and proc.pid != os.getpid():
@@ -293,7 +293,7 @@ def hub(tmp_path_factory):
                 left = _our_processes(base)
             for p in left:  # ours by construction (their command line or folder is this test's)
                 p.kill()
-        print("\nclassroom-test timings (s):")
+        print("\nclassroom-test timings (s) and memory (MiB):")
         for name, seconds in TIMINGS.items():
             print(f"  {seconds:7.1f}  {name}")
         assert not left, f"servers left running after the hub stopped: {[p.info['cmdline'] for p in left]}"
@@ -436,6 +436,27 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
     assert "hidden_attention_backward" in feedback["alice"]  # the hidden tests, shown after grading
     assert "NotImplementedError" in feedback["erin"]
 
+    # --- what a student's single-user server cost (printed with the timings) ------------------------
+    for name in STUDENTS:
+        for proc in _our_processes(hub["base"]):
+            try:
+                env = proc.info["environ"] or {}
+                if env.get("JUPYTERHUB_USER") == name and "jupyterhub-singleuser" in " ".join(proc.info["cmdline"]):
+                    status = Path(f"/proc/{proc.pid}/status").read_text()
+                    peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+                    TIMINGS[f"MiB, peak memory of {name}'s single-user server (no kernel)"] = peak / 1024
+            except (psutil.NoSuchProcess, FileNotFoundError, StopIteration):
+                pass
+    servers = [v for k, v in TIMINGS.items() if k.startswith("MiB, peak memory of")]
+    assert len(servers) == len(STUDENTS)
+    # docs/classroom.md's guarantee and limit hold this server too (nbgrader's student side, behind the hub)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_class_sizing
+
+    sized = bench_class_sizing.sizing(json.loads((ROOT / "benchmarks" / "class_sizing.json").read_text()))
+    kernels = sized["two_kernels"] - sized["server"]
+    assert max(servers) + sized["kernel_max"] <= sized["guarantee"] and max(servers) + kernels <= sized["limit"]
+
     # --- the gradebook, exported as the instructor does in the formgrader's terminal ---------------
     with Step("instructor exports the gradebook"):
         exported = subprocess.run([str(GRADE_BIN / "nbgrader"), "export", "--to", "grades.csv"],
@@ -504,7 +525,8 @@ def test_the_wheel_ships_no_instructor_material():
         find = tomllib.load(f)["tool"]["setuptools"]["packages"]["find"]
     assert find["include"] == ["helpers*"]
     assert not list((ROOT / "instructor").rglob("__init__.py"))
-    from setuptools import find_namespace_packages
+    setuptools = pytest.importorskip("setuptools")  # not in every venv from Python 3.12 on
 
-    found = find_namespace_packages(where=str(ROOT), include=find["include"], exclude=find.get("exclude", []))
+    found = setuptools.find_namespace_packages(where=str(ROOT), include=find["include"],
+                                               exclude=find.get("exclude", []))
     assert found and all(name.split(".")[0] == "helpers" for name in found)
