@@ -358,7 +358,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
 
     # --- students see no grading menus; the instructor does -----------------------------------------
     for name, browser in students.items():
-        assert browser.server("GET", "formgrader").status_code == 404, name
+        assert browser.server("GET", "formgrader").status_code == 404, name  # the formgrader extension: off
+        assert browser.server("GET", "formgraders").status_code == 404, name  # the course list's: off
         assert browser.service("GET", "formgrader/api/status").status_code in (403, 404), name
         page = browser.server("GET", "lab")
         assert page.status_code == 200
