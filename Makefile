@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader present present-venv release
+.PHONY: help setup web lab test test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader classroom-test present present-venv release
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -37,6 +37,7 @@ help:
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
 	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
+	@echo "make classroom-test  a JupyterHub class on loopback: release, five students fetch and submit, grade, feedback"
 	@echo "make present    JupyterLab with RISE on the index; PRESENT=notebooks/07-explorer.ipynb opens that deck live"
 	@echo "make release    bump the version (PART=minor, or patch, major), date CHANGELOG.md, build dist/, commit, tag"
 	@echo "make clean      remove .venv and build output"
@@ -136,6 +137,25 @@ $(GRADE_STAMP): pyproject.toml
 nbgrader: $(VENV)/.installed-publish
 	$(BIN)/python tools/make_nbgrader_course.py
 	@echo "Then: cd build/nbgrader && $(CURDIR)/$(GRADE_VENV)/bin/nbgrader generate_assignment E6-backward"
+
+# --- a class on JupyterHub (issue 25): the whole nbgrader loop, on loopback ---------------
+# JupyterHub joins nbgrader in .venv-grade; its proxy, configurable-http-proxy, comes from
+# npm into build/chp/ (pinned), once. tests/test_classroom.py starts the hub, five students
+# and the formgrader service on 127.0.0.1 and stops them all (about 70 s here); -s shows
+# the time of each step.
+HUB_STAMP := $(GRADE_VENV)/.installed-hub
+CHP_VERSION := 4.6.3
+CHP := build/chp/node_modules/.bin/configurable-http-proxy
+
+$(HUB_STAMP): $(GRADE_STAMP)
+	$(GRADE_VENV)/bin/python -m pip install --quiet "jupyterhub>=5.0"
+	touch $(HUB_STAMP)
+
+$(CHP):
+	npm install --prefix build/chp --no-audit --no-fund --silent configurable-http-proxy@$(CHP_VERSION)
+
+classroom-test: $(VENV)/.installed-test $(HUB_STAMP) $(CHP)
+	$(THREADS) ATTENTION_CLASSROOM=1 $(BIN)/python -m pytest -s tests/test_classroom.py
 
 # --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------
 # In its own .venv-present: RISE's presenter bundles an older JupyterLab core, and only

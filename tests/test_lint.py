@@ -1,6 +1,6 @@
 """``ruff check`` from the repository root, with the settings of pyproject.toml, finds nothing.
 
-It checks helpers/, tools/, tests/, benchmarks/, conftest.py and every notebook (notebooks/,
+It checks helpers/, tools/, tests/, benchmarks/, instructor/, conftest.py and every notebook (notebooks/,
 exercises/): the rules (pycodestyle's E and W, pyflakes' F, isort's I; 120 columns, 100 in the
 notebooks) are [tool.ruff] in pyproject.toml, which notebooks/ruff.toml and exercises/ruff.toml
 extend, and .pre-commit-config.yaml runs the same check on each commit.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKED = ("helpers", "tools", "tests", "benchmarks")
+CHECKED = ("helpers", "tools", "tests", "benchmarks", "instructor")
 NOTEBOOKS = ("notebooks", "exercises")
 
 pytestmark = pytest.mark.skipif(
