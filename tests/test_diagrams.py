@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.text import Text
 
-from helpers import diagrams
+from helpers import diagrams, figures
 from helpers.examples import load_example
 
 MINUS = "\u2212"
@@ -160,6 +160,61 @@ def test_pipeline_is_deterministic(happy):
     assert render(diagrams.pipeline(x, x, x, tokens)) == render(diagrams.pipeline(x, x, x, tokens))
 
 
+# The boxes each step of the lesson computes (step 2, the division, only when scaled).
+STEP_BOXES = {1: {"Q", "K^T", "scores"}, 2: {"scaled"}, 3: {"weights"}, 4: {"V", "out"}}
+
+
+def step_of(gid, order):
+    """The step an artist belongs to, from its gid alone: an operator drawn after box
+    ``order[i]`` belongs to the step of ``order[i + 1]``, the box it leads to."""
+    kind, _, rest = gid.partition(":")
+    name = "weights" if kind == "note" else rest.split(":")[0]
+    if kind in ("op", "arrow"):
+        name = order[order.index(name) + 1]
+    return next(step for step, boxes in STEP_BOXES.items() if name in boxes)
+
+
+@pytest.mark.parametrize("lit", [1, 2, 3, 4])
+def test_pipeline_lights_one_step_and_greys_the_others(happy, lit):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens, lit=lit)
+    order = ["Q", "K^T", "scores", "scaled", "weights", "V", "out"]
+    drawn = fig.axes[0].patches + fig.axes[0].texts
+    assert len(drawn) > 50
+    lit_names = set()
+    for artist in drawn:
+        gid = str(artist.get_gid())
+        alpha = artist.get_alpha()
+        if step_of(gid, order) == lit:
+            assert alpha in (None, 1.0), (gid, alpha)
+            if gid.startswith("box:"):
+                lit_names.add(gid[4:])
+        else:
+            assert alpha is not None and alpha <= 0.2, (gid, alpha)
+    assert lit_names == STEP_BOXES[lit]
+    # the numbers stay those of the computation, lit or not
+    expected = softmax_rows(x @ x.T / math.sqrt(x.shape[1]))
+    np.testing.assert_allclose(matrix_in(fig, "weights", (3, 3)), expected, atol=0.006)
+    step_name = {1: "scores QK\u1d40", 2: "divide by \u221ad_k", 3: "softmax of each row", 4: "weights times V"}[lit]
+    assert f"Step {lit} ({step_name}) is drawn in full; the other steps are greyed out." in figures.description(fig)
+    render(fig)
+
+
+def test_pipeline_unlit_draws_everything_in_full(happy):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens)
+    assert all(a.get_alpha() in (None, 1.0) for a in fig.axes[0].patches + fig.axes[0].texts)
+    assert "greyed" not in figures.description(fig)
+
+
+def test_pipeline_lit_softmax_unscaled(happy):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens, scale=False, lit=3)
+    faded = {str(a.get_gid()) for a in fig.axes[0].patches + fig.axes[0].texts if a.get_alpha() is not None}
+    assert "arrow:scores" not in faded  # unscaled, the softmax arrow leads from the scores
+    assert "box:scores" in faded and "box:weights" not in faded
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "message"),
     [
@@ -170,6 +225,9 @@ def test_pipeline_is_deterministic(happy):
         ((np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2))), {"tokens": ["a", "b"]}, r"must be a pair"),
         ((np.ones((3, 2)),) * 3, {"mask": np.ones((3, 2), bool)}, r"mask must have .* \(3, 3\): got shape \(3, 2\)"),
         ((np.ones((3, 2)),) * 3, {"mask": np.ones((3, 3))}, r"mask must be boolean"),
+        ((np.ones((3, 2)),) * 3, {"lit": 5}, r"lit must be a step 1, 2, 3 or 4 .*got 5"),
+        ((np.ones((3, 2)),) * 3, {"lit": True}, r"lit must be a step"),
+        ((np.ones((3, 2)),) * 3, {"lit": 2, "scale": False}, r"lit=2 .* scale=False"),
     ],
 )
 def test_pipeline_rejects_bad_input(args, kwargs, message):

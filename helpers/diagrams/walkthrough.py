@@ -53,7 +53,12 @@ def _split_tokens(tokens, n, m):
     return labels, labels
 
 
-def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
+STEPS = {1: "scores QK\u1d40", 2: "divide by \u221ad_k", 3: "softmax of each row", 4: "weights times V"}
+STAGE_STEP = {"Q": 1, "K^T": 1, "scores": 1, "scaled": 2, "weights": 3, "V": 4, "out": 4}
+GREYED_ALPHA = 0.15  # opacity of the steps that are not lit
+
+
+def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2, lit=None):
     """The attention pipeline as boxes: Q, K^T -> scores -> / sqrt(d_k) -> softmax -> x V -> out.
 
     Every matrix is a box of rows x columns equal cells, so box widths and
@@ -81,6 +86,12 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         softmax and 0 after it.
     decimals : int, default 2
         Decimals of the numbers written in the cells.
+    lit : {1, 2, 3, 4}, optional
+        Light one step and grey out the others, to build the pipeline up one
+        step at a time: 1 the scores QK^T (Q, K^T, scores), 2 the division by
+        sqrt(d_k) (needs ``scale=True``), 3 the softmax of each row (the
+        weights), 4 weights times V (V, out). Each operator belongs to the step
+        of the box it leads to. ``None`` (default) draws every step in full.
 
     Returns
     -------
@@ -91,6 +102,7 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         ``"value:<name>:<i>:<j>"``; masked cells are hatched ``Rectangle``\\ s
         with gid ``"masked:<name>:<i>:<j>"``. A matrix of more than 144 cells
         is drawn as one image (gid ``"cells:<name>"``), without numbers.
+        With ``lit``, every artist of the other steps has alpha 0.15.
 
     Examples
     --------
@@ -123,6 +135,10 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
             raise ValueError(f"mask must have the weights' shape (n, m) = ({n}, {m}): got shape {mask.shape}")
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool) or not 0 <= decimals <= 6:
         raise ValueError(f"decimals must be an integer from 0 to 6: got {decimals!r}")
+    if lit is not None and (isinstance(lit, bool) or lit not in (1, 2, 3, 4)):
+        raise ValueError(f"lit must be a step 1, 2, 3 or 4 (or None): got {lit!r}")
+    if lit == 2 and not scale:
+        raise ValueError("lit=2 lights the division by sqrt(d_k), which scale=False leaves out")
 
     factor = 1.0 / math.sqrt(d_k) if scale else 1.0
     scores = q @ k.T  # (n, d_k) x (d_k, m) -> (n, m)
@@ -257,6 +273,8 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
                         color="#333333",
                         linespacing=1.1, gid=f"op:{name}")
         x += g
+    if lit is not None:
+        _grey_other_steps(ax, [s[0] for s in stages], lit)
     top = np.unravel_index(int(np.argmax(weights)), weights.shape)
     qt = query_tokens or [str(i) for i in range(n)]
     kt = key_tokens or [str(j) for j in range(m)]
@@ -267,8 +285,26 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2):
         + (f", divided by √{d_k} = {figures.number(math.sqrt(d_k))}" if scale else ", not scaled")
         + (f", {int((~mask).sum())} masked cells" if mask is not None else "")
         + f"; softmax of each row gives the weights; weights times V ({m}×{d_v}) give the output ({n}×{d_v}). "
-        + f"Largest weight {figures.number(weights[top])}, {qt[top[0]]} to {kt[top[1]]}."))
+        + f"Largest weight {figures.number(weights[top])}, {qt[top[0]]} to {kt[top[1]]}."
+        + (f" Step {lit} ({STEPS[lit]}) is drawn in full; the other steps are greyed out." if lit else "")))
     return fig
+
+
+def _grey_other_steps(ax, names, lit):
+    """Fade every artist of ``ax`` whose stage (read from its gid) is not in step ``lit``.
+
+    A box, cell, number, shape, token or title belongs to the step of its
+    stage; an operator (gid ``op:<name>`` or ``arrow:<name>``, drawn after
+    stage ``<name>``) to the step of the stage it leads to.
+    """
+    leads_to = dict(zip(names, names[1:]))
+    for artist in [*ax.patches, *ax.texts, *ax.images]:
+        kind, _, rest = str(artist.get_gid()).partition(":")
+        name = "weights" if kind == "note" else rest.split(":")[0]
+        if kind in ("op", "arrow"):
+            name = leads_to.get(name)
+        if STAGE_STEP.get(name) != lit:
+            artist.set_alpha(GREYED_ALPHA)
 
 
 # --------------------------------------------------------------------------- head view
