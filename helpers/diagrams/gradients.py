@@ -353,7 +353,7 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
     sizes = {"n": _positive_int(n, "n"), "m": _positive_int(m, "m"),
              "d_k": _positive_int(d_k, "d_k"), "d_v": _positive_int(d_v, "d_v")}
     shapes = {name: tuple(sizes[s] for s in symbolic) for name, (_, symbolic, _, _) in _GRAPH_NODES.items()}
-    width, height = 10.3, 3.7
+    width, height = 10.3, 3.45
     box_w, box_h = 1.4, 0.95
     xs = [0.85, 3.7, 6.55, 9.4]  # centres of the four columns, inches
     ys = [0.95, 2.55]  # centres of the two rows
