@@ -136,7 +136,7 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
         seen = 0 if lit_i < row_block else lit_j + 1 if lit_i == row_block else len(k_blocks)
 
     columns = len(steps)
-    fig = plt.figure(figsize=(max(8.5, 1.6 * columns), 4.6), layout="constrained")
+    fig = plt.figure(figsize=(max(8.5, 1.6 * columns), 4.2), layout="constrained")
     grid = fig.add_gridspec(2, columns, height_ratios=[1, 1])
     total = max(n, m)
     for step, (i, j) in enumerate(steps):
