@@ -368,14 +368,14 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
         ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
                                     facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
-        ax.text(x, y + 0.27, title, ha="center", va="center", fontsize=10.5, fontweight="bold",
+        ax.text(x, y + 0.27, title, ha="center", va="center", fontsize=12, fontweight="bold",
                 color="#222222", gid=f"title:{name}")
         letters = "(" + ", ".join(symbolic) + ")"
         ax.text(x - 0.05, y + 0.02, letters, ha="right", va="center", fontsize=9, color="#444444",
                 gid=f"letters:{name}")
         ax.text(x + 0.05, y + 0.02, str(shapes[name]), ha="left", va="center", fontsize=9.5,
                 color=FORWARD_COLOUR, gid=f"shape:{name}")
-        ax.text(x, y - 0.26, f"d{name} {shapes[name]}", ha="center", va="center", fontsize=9.5,
+        ax.text(x, y - 0.26, f"d{name} {shapes[name]}", ha="center", va="center", fontsize=11,
                 color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
 
     def ends(a, b, offset):
@@ -402,25 +402,25 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         (x0, y0), (x1, _) = start, end
         if centre[a][1] == centre[b][1]:
             if label:
-                ax.text((x0 + x1) / 2, y0 + 0.08, label, ha="center", va="bottom", fontsize=8.5,
+                ax.text((x0 + x1) / 2, y0 + 0.08, label, ha="center", va="bottom", fontsize=9.5,
                         color=FORWARD_COLOUR, gid=f"op:{a}:{b}")
-            ax.text((x0 + x1) / 2, back_end[1] - 0.1, formula, ha="center", va="top", fontsize=8.5,
+            ax.text((x0 + x1) / 2, back_end[1] - 0.1, formula, ha="center", va="top", fontsize=9.5,
                     color=colour(lit_here), fontweight="bold" if lit_here else "normal",
                     gid=f"formula:{b}:{a}")
         else:
             (bx0, by0), (bx1, by1) = back_end, back_start
             ax.text((bx0 + bx1) / 2 + 0.15, (by0 + by1) / 2 - 0.05, formula, ha="left", va="top",
-                    fontsize=8.5, color=colour(lit_here), fontweight="bold" if lit_here else "normal",
+                    fontsize=9.5, color=colour(lit_here), fontweight="bold" if lit_here else "normal",
                     gid=f"formula:{b}:{a}")
-    ax.text(0.15, height - 0.12, "forward: values and their shapes", ha="left", va="top", fontsize=10,
+    ax.text(0.15, height - 0.12, "forward: values and their shapes", ha="left", va="top", fontsize=11,
             color=FORWARD_COLOUR, fontweight="bold", gid="legend:forward")
     ax.text(3.6, height - 0.12, "backward (dashed): gradients dX = \u2202L/\u2202X, each the shape of X",
-            ha="left", va="top", fontsize=10, color=BACKWARD_COLOUR, fontweight="bold", gid="legend:backward")
+            ha="left", va="top", fontsize=11, color=BACKWARD_COLOUR, fontweight="bold", gid="legend:backward")
     ax.text(width - 0.15, 0.12, "r = rowsum(dO \u2299 O), one number per query", ha="right", va="bottom",
-            fontsize=9, color=colour(lit == 3), gid="note:r")
+            fontsize=10, color=colour(lit == 3), gid="note:r")
     if lit is not None:
         a, b = _GRAPH_STEPS[lit]
-        ax.text(0.15, 0.12, f"step {lit} of 5: {formulas[(a, b)]}", ha="left", va="bottom", fontsize=11,
+        ax.text(0.15, 0.12, f"step {lit} of 5: {formulas[(a, b)]}", ha="left", va="bottom", fontsize=12.5,
                 fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
     forward = ", ".join(f"{title} {shapes[name]}" for name, (title, *_) in _GRAPH_NODES.items())
     figures.describe(fig, (

@@ -150,14 +150,14 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
                                        facecolor=SRAM_FILLS[name] if fast else SLOW_FILL,
                                        edgecolor="#333333" if fast else "#aaaaaa", linewidth=1.2 if fast else 0.6,
                                        alpha=alpha, gid=f"{'sram' if fast else 'block'}:{step}:{name}:{b}"))
-            ax.text(x0 + 0.5, total + 0.4, name, ha="center", va="bottom", fontsize=11, alpha=alpha)
+            ax.text(x0 + 0.5, total + 0.4, name, ha="center", va="bottom", fontsize=12, alpha=alpha)
         if i == row_block:  # the followed query row
             ax.plot([-0.25, 0.0], [total - row - 0.5] * 2, color=QUERY_COLOUR, linewidth=2, alpha=alpha,
                     gid=f"row:{step}")
         ax.set_xlim(-0.3, 3.5)
         ax.set_ylim(-0.2, total + 1.6)
         ax.set_axis_off()
-        ax.set_title(f"step {step + 1}\nQ{i} with K{j}, V{j}", fontsize=11, alpha=alpha,
+        ax.set_title(f"step {step + 1}\nQ{i} with K{j}, V{j}", fontsize=12, alpha=alpha,
                      fontweight="bold" if lit == step + 1 else "normal")
         if lit == step + 1:
             ax.title.set_gid("lit")
@@ -170,20 +170,20 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
         ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
         for a, value in zip(arrived, values):
             ax.annotate(_format(value, 2), (a, value), textcoords="offset points", xytext=(0, 6), ha="center",
-                        fontsize=11, gid=f"value:{name}:{a - 1}")
+                        fontsize=12, gid=f"value:{name}:{a - 1}")
         ax.set_xticks(np.arange(1, len(k_blocks) + 1))
         ax.set_xlim(0.6, len(k_blocks) + 0.4)
         ax.set_ylim(*_padded(values + [final]))
-        ax.tick_params(labelsize=11)
-        ax.set_xlabel(f"key blocks seen by query {row}", fontsize=11)
+        ax.tick_params(labelsize=12)
+        ax.set_xlabel(f"key blocks seen by query {row}", fontsize=12)
         if lit is None:
-            ax.set_title(f"{label} (dashed: whole row, {_format(final, 2)})", fontsize=12)
+            ax.set_title(f"{label} (dashed: whole row, {_format(final, 2)})", fontsize=13)
         else:
             symbol = "m" if name == "max" else "\u2113"
             state = f"{symbol} = {_format(values[seen - 1], 2)}" if seen else "not reached yet"
-            ax.set_title(f"after step {lit}: {state} (dashed: whole row)", fontsize=12)
+            ax.set_title(f"after step {lit}: {state} (dashed: whole row)", fontsize=13)
             ax.title.set_gid(f"state:{name}")
-    fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=12)
+    fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=13)
 
     def listed(values):
         return ", ".join(f"{value:.2f}" for value in values)
