@@ -277,7 +277,7 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
         raise ValueError(f"titles must be two names: got {len(titles)}")
     rows = 1 + max(i for visits in orders for i, _ in visits)
     cols = 1 + max(j for visits in orders for _, j in visits)
-    cell = 0.55
+    cell = 0.8
     fig, axes = plt.subplots(1, 2, figsize=(2 * (cols * cell + 1.0) + 0.4, rows * cell + 1.5), layout="constrained")
     described = []
     for p, (ax, visits, title) in enumerate(zip(axes, orders, titles)):
@@ -286,7 +286,7 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
             for j in range(cols):
                 if (i, j) in number:
                     ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="#777777", linewidth=0.8))
-                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=9, zorder=4,
+                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=13, zorder=4,
                             bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"),
                             gid=f"order:{p}:{i}:{j}")
                 else:
@@ -294,17 +294,17 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
                                            linewidth=0.8, gid=f"skipped:{p}:{i}:{j}"))
         path = np.array(visits, dtype=float) + 0.5
         ax.plot(path[:, 1], path[:, 0], color=KEY_COLOUR, linewidth=1.2, alpha=0.45, zorder=3, gid=f"path:{p}")
-        ax.plot(path[0, 1], path[0, 0], "o", color=QUERY_COLOUR, markersize=16, alpha=0.35, zorder=3)
+        ax.plot(path[0, 1], path[0, 0], "o", color=QUERY_COLOUR, markersize=22, alpha=0.35, zorder=3)
         loop = _loop_description(visits)
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_aspect("equal")
         ax.set_xticks(np.arange(cols) + 0.5, [f"K{j}" for j in range(cols)])
         ax.set_yticks(np.arange(rows) + 0.5, [f"Q{i}" for i in range(rows)])
-        ax.tick_params(length=0, labelsize=8)
-        ax.set_xlabel("key/value block")
-        ax.set_ylabel("query block")
-        ax.set_title(f"{title}\n{loop}", fontsize=10)
+        ax.tick_params(length=0, labelsize=12)
+        ax.set_xlabel("key/value block", fontsize=12)
+        ax.set_ylabel("query block", fontsize=12)
+        ax.set_title(f"{title}\n{loop}", fontsize=13)
         axis = 1 if "key" in loop else 0  # the outer loop's index in (query block, key block)
         first = [s + 1 for s, tile in enumerate(visits) if tile[axis] == visits[0][axis]]
         described.append(f"{title}, {loop}: visits {len(visits)} tiles, visits {first[0]}-{first[-1]} on "
