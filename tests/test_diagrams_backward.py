@@ -80,6 +80,49 @@ def test_backward_graph_arrows_run_both_ways():
     assert y_forward > y_backward
 
 
+# the five steps in the order the backward pass runs them: (gradient made, gradient read)
+STEPS = {1: ("V", "O"), 2: ("P", "O"), 3: ("S", "P"), 4: ("Q", "S"), 5: ("K", "S")}
+
+
+@pytest.mark.parametrize("lit", [1, 2, 3, 4, 5])
+def test_backward_graph_lights_one_step_and_greys_the_others(lit):
+    from matplotlib.colors import to_hex
+
+    full = diagrams.backward_graph(2, 3, 4, 5)
+    fig = diagrams.backward_graph(2, 3, 4, 5, lit=lit)
+    red = to_hex(artists(full, "formula:O:V")["formula:O:V"].get_color())
+    made, read = STEPS[lit]
+    for step, (a, b) in STEPS.items():
+        arrow = artists(fig, f"backward:{b}:{a}")[f"backward:{b}:{a}"]
+        formula = artists(fig, f"formula:{b}:{a}")[f"formula:{b}:{a}"]
+        twin = artists(full, f"formula:{b}:{a}")[f"formula:{b}:{a}"]
+        assert formula.get_text() == twin.get_text()  # same formula, only its colour changes
+        lit_here = step == lit
+        assert (to_hex(arrow.get_edgecolor()) == red) is lit_here
+        assert (to_hex(formula.get_color()) == red) is lit_here
+        assert (arrow.get_linewidth() > 2) is lit_here
+    # only the gradient the step reads and the one it makes stay red
+    reds = {gid.split(":")[1] for gid, t in artists(fig, "grad:").items() if to_hex(t.get_color()) == red}
+    assert reds == {made, read}
+    # the forward pass keeps its colours
+    for gid, arrow in artists(fig, "forward:").items():
+        assert to_hex(arrow.get_edgecolor()) == to_hex(artists(full, gid)[gid].get_edgecolor())
+    label = artists(fig, "lit")["lit"].get_text()
+    assert label.startswith(f"step {lit} of 5: d{made} = ")
+    text = figures.description(fig)
+    shapes = {"Q": (2, 4), "K": (3, 4), "V": (3, 5), "S": (2, 3), "P": (2, 3), "O": (2, 5)}
+    assert f"Step {lit} of 5 is lit" in text
+    assert f"from d{read} {shapes[read]} to d{made} {shapes[made]}" in text
+    assert "lit" not in figures.description(full) and artists(full, "lit") == {}
+    render(fig)
+
+
+@pytest.mark.parametrize("lit", [0, 6, 2.0, True, "1"])
+def test_backward_graph_rejects_a_step_that_is_not_one_of_five(lit):
+    with pytest.raises(ValueError, match="lit must be a step from 1 to 5"):
+        diagrams.backward_graph(2, 3, 4, 5, lit=lit)
+
+
 @pytest.mark.parametrize("args, message", [((0, 2, 4, 2), "n must be"), ((2, 2, 4.0, 2), "d_k must be"),
                                            ((2, True, 4, 2), "m must be"), ((2, 2, 4, -1), "d_v must be")])
 def test_backward_graph_rejects_bad_sizes(args, message):

@@ -125,3 +125,42 @@ def test_flash_loop_orders_hatch_skipped_tiles():
     assert visit_numbers(fig, 1, 3, 3)[2].tolist() == [4, 5, 6]
     with pytest.raises(ValueError, match="twice"):
         diagrams.flash_loop_orders([(0, 0), (0, 0)], causal2)
+
+
+@pytest.mark.parametrize("lit, seen", [(1, 1), (2, 2), (4, 4), (5, 4), (6, 4)])
+def test_tiled_steps_lit_processes_one_tile_and_shows_the_state_so_far(qkv, lit, seen):
+    q, k, v = qkv
+    fig = diagrams.tiled_steps(q, k, v, block_q=4, block_k=3, row=1, lit=lit)   # 2 x 4 steps; row 1 in block 0
+    x = q[1] @ k.T / 2.0
+    starts = range(0, 10, 3)
+    expected_max = np.maximum.accumulate([x[s:s + 3].max() for s in starts])
+    expected_sum = np.array([np.exp(x[:s + 3] - mx).sum() for s, mx in zip(starts, expected_max)])
+    lines = artists(fig, "running_")
+    np.testing.assert_allclose(lines["running_max"].get_ydata(), expected_max[:seen], rtol=1e-12)
+    np.testing.assert_allclose(lines["running_sum"].get_ydata(), expected_sum[:seen], rtol=1e-12)
+    assert len(artists(fig, "value:sum:")) == seen
+    # the lit panel is opaque, every other panel faded
+    for gid, patch in {**artists(fig, "sram:"), **artists(fig, "block:")}.items():
+        assert (patch.get_alpha() == 1.0) is (int(gid.split(":")[1]) == lit - 1)
+    i, j = divmod(lit - 1, 4)
+    assert artists(fig, "lit")["lit"].get_text() == f"step {lit}\nQ{i} with K{j}, V{j}"
+    states = artists(fig, "state:")
+    assert f"m = {expected_max[seen - 1]:.2f}".replace("-", MINUS) in states["state:max"].get_text()
+    assert f"\u2113 = {expected_sum[seen - 1]:.2f}" in states["state:sum"].get_text()
+    text = figures.description(fig)
+    assert f"Step {lit} of 8 is lit: query block {i} with key/value block {j}" in text
+    assert f"m = {expected_max[seen - 1]:.2f}, \u2113 = {expected_sum[seen - 1]:.2f}." in text
+    render(fig)
+
+
+def test_tiled_steps_lit_before_the_row_is_reached(qkv):
+    q, k, v = qkv
+    fig = diagrams.tiled_steps(q, k, v, block_q=4, block_k=3, row=5, lit=3)     # row 5 is in query block 1
+    assert len(artists(fig, "running_max")["running_max"].get_ydata()) == 0
+    assert "not reached yet" in artists(fig, "state:")["state:sum"].get_text()
+    assert "Query 5 is not in a block processed yet." in figures.description(fig)
+    with pytest.raises(ValueError, match="lit must be a step from 1 to 8"):
+        diagrams.tiled_steps(q, k, v, block_q=4, block_k=3, lit=9)
+    with pytest.raises(ValueError, match="lit must be a step"):
+        diagrams.tiled_steps(q, k, v, block_q=4, block_k=3, lit=True)
+    render(fig)

@@ -274,6 +274,9 @@ _GRAPH_EDGES = [
     ("P", "O", "P V", "dP = dO V\u1d40"),
     ("V", "O", "", "dV = P\u1d40 dO"),
 ]
+# the five steps of the backward pass, in the order they run: step -> (from, to) of its edge
+_GRAPH_STEPS = {1: ("V", "O"), 2: ("P", "O"), 3: ("S", "P"), 4: ("Q", "S"), 5: ("K", "S")}
+GREYED_COLOUR = "#c4c4c4"  # a step that is not lit
 
 
 def _positive_int(x, name):
@@ -282,7 +285,7 @@ def _positive_int(x, name):
     return int(x)
 
 
-def backward_graph(n, m, d_k, d_v):
+def backward_graph(n, m, d_k, d_v, *, lit=None):
     """Attention's forward pass as a graph of boxes, and its backward pass flowing the other way.
 
     Six nodes: Q, K and V, the scores S = scale * Q K^T, the weights
@@ -294,12 +297,21 @@ def backward_graph(n, m, d_k, d_v):
     way); each backward arrow carries the formula of its step, with
     r = rowsum(dO * O).
 
+    With ``lit`` one step of the backward pass is drawn lit and the other
+    four greyed, so that a lecture can build the graph up one step at a time:
+    step 1 is dV = P^T dO, step 2 dP = dO V^T, step 3 dS (through the
+    softmax), step 4 dQ and step 5 dK. The lit step's arrow is drawn thicker,
+    its formula is bold and named at the bottom left, and only the gradient it reads and the
+    one it makes stay red; the forward pass keeps its colours.
+
     Parameters
     ----------
     n, m : int
         Number of queries and of keys (and values).
     d_k, d_v : int
         Width of queries and keys, and of values.
+    lit : int, optional
+        The step (1 to 5) drawn lit; default None: every step in full colour.
 
     Returns
     -------
@@ -309,8 +321,9 @@ def backward_graph(n, m, d_k, d_v):
         gradient's a ``Text`` with gid ``"grad:X"`` (``"dX (2, 4)"``). The arrow
         from node A to node B is a ``FancyArrowPatch`` with gid
         ``"forward:A:B"``, its reverse ``"backward:B:A"``, whose formula is a
-        ``Text`` with gid ``"formula:B:A"``. The figure carries a description
-        (:func:`helpers.figures.description`).
+        ``Text`` with gid ``"formula:B:A"``. With ``lit``, a ``Text`` with gid
+        ``"lit"`` names the step. The figure carries a description
+        (:func:`helpers.figures.description`), which says which step is lit.
 
     Examples
     --------
@@ -319,13 +332,28 @@ def backward_graph(n, m, d_k, d_v):
     >>> [t.get_text() for t in fig.findobj(lambda a: a.get_gid() in ("shape:S", "grad:Q"))]
     ['dQ (2, 4)', '(2, 3)']
     >>> plt.close(fig)
+    >>> fig = backward_graph(2, 3, 4, 5, lit=1)
+    >>> [t.get_text() for t in fig.findobj(lambda a: a.get_gid() == "lit")]
+    ['step 1 of 5: dV = Pᵀ dO']
+    >>> plt.close(fig)
     """
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    if lit is not None and (isinstance(lit, bool) or not isinstance(lit, (int, np.integer))
+                            or lit not in _GRAPH_STEPS):
+        raise ValueError(f"lit must be a step from 1 to 5 or None: got {lit!r}")
+    formulas = {(a, b): formula for a, b, _, formula in _GRAPH_EDGES}
+    step_of = {edge: step for step, edge in _GRAPH_STEPS.items()}
+    # the gradients the lit step reads and makes; the others are greyed
+    lit_grads = set() if lit is None else {"d" + _GRAPH_STEPS[lit][1], "d" + _GRAPH_STEPS[lit][0]}
+
+    def colour(lit_here):
+        return BACKWARD_COLOUR if lit is None or lit_here else GREYED_COLOUR
 
     sizes = {"n": _positive_int(n, "n"), "m": _positive_int(m, "m"),
              "d_k": _positive_int(d_k, "d_k"), "d_v": _positive_int(d_v, "d_v")}
     shapes = {name: tuple(sizes[s] for s in symbolic) for name, (_, symbolic, _, _) in _GRAPH_NODES.items()}
-    width, height = 10.3, 3.7
+    width, height = 10.3, 3.45
     box_w, box_h = 1.4, 0.95
     xs = [0.85, 3.7, 6.55, 9.4]  # centres of the four columns, inches
     ys = [0.95, 2.55]  # centres of the two rows
@@ -340,15 +368,15 @@ def backward_graph(n, m, d_k, d_v):
         fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
         ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
                                     facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
-        ax.text(x, y + 0.27, title, ha="center", va="center", fontsize=10.5, fontweight="bold",
+        ax.text(x, y + 0.27, title, ha="center", va="center", fontsize=12, fontweight="bold",
                 color="#222222", gid=f"title:{name}")
         letters = "(" + ", ".join(symbolic) + ")"
         ax.text(x - 0.05, y + 0.02, letters, ha="right", va="center", fontsize=9, color="#444444",
                 gid=f"letters:{name}")
         ax.text(x + 0.05, y + 0.02, str(shapes[name]), ha="left", va="center", fontsize=9.5,
                 color=FORWARD_COLOUR, gid=f"shape:{name}")
-        ax.text(x, y - 0.26, f"d{name} {shapes[name]}", ha="center", va="center", fontsize=9.5,
-                color=BACKWARD_COLOUR, fontweight="bold", gid=f"grad:{name}")
+        ax.text(x, y - 0.26, f"d{name} {shapes[name]}", ha="center", va="center", fontsize=11,
+                color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
 
     def ends(a, b, offset):
         """Start and end of an arrow from box a to box b, moved sideways by ``offset`` inches."""
@@ -363,37 +391,47 @@ def backward_graph(n, m, d_k, d_v):
         return tuple(start + offset * normal), tuple(end + offset * normal)
 
     for a, b, label, formula in _GRAPH_EDGES:
+        lit_here = step_of[(a, b)] == lit
         start, end = ends(a, b, 0.13)
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
                                      linewidth=1.5, gid=f"forward:{a}:{b}"))
         back_end, back_start = ends(a, b, -0.13)
-        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=13,
-                                     color=BACKWARD_COLOUR, linewidth=1.5, linestyle="--",
+        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
+                                     color=colour(lit_here), linewidth=2.8 if lit_here else 1.5, linestyle="--",
                                      gid=f"backward:{b}:{a}"))
         (x0, y0), (x1, _) = start, end
         if centre[a][1] == centre[b][1]:
             if label:
-                ax.text((x0 + x1) / 2, y0 + 0.08, label, ha="center", va="bottom", fontsize=8.5,
+                ax.text((x0 + x1) / 2, y0 + 0.08, label, ha="center", va="bottom", fontsize=9.5,
                         color=FORWARD_COLOUR, gid=f"op:{a}:{b}")
-            ax.text((x0 + x1) / 2, back_end[1] - 0.1, formula, ha="center", va="top", fontsize=8.5,
-                    color=BACKWARD_COLOUR, gid=f"formula:{b}:{a}")
+            ax.text((x0 + x1) / 2, back_end[1] - 0.1, formula, ha="center", va="top", fontsize=9.5,
+                    color=colour(lit_here), fontweight="bold" if lit_here else "normal",
+                    gid=f"formula:{b}:{a}")
         else:
             (bx0, by0), (bx1, by1) = back_end, back_start
             ax.text((bx0 + bx1) / 2 + 0.15, (by0 + by1) / 2 - 0.05, formula, ha="left", va="top",
-                    fontsize=8.5, color=BACKWARD_COLOUR, gid=f"formula:{b}:{a}")
-    ax.text(0.15, height - 0.12, "forward: values and their shapes", ha="left", va="top", fontsize=10,
+                    fontsize=9.5, color=colour(lit_here), fontweight="bold" if lit_here else "normal",
+                    gid=f"formula:{b}:{a}")
+    ax.text(0.15, height - 0.12, "forward: values and their shapes", ha="left", va="top", fontsize=11,
             color=FORWARD_COLOUR, fontweight="bold", gid="legend:forward")
     ax.text(3.6, height - 0.12, "backward (dashed): gradients dX = \u2202L/\u2202X, each the shape of X",
-            ha="left", va="top", fontsize=10, color=BACKWARD_COLOUR, fontweight="bold", gid="legend:backward")
+            ha="left", va="top", fontsize=11, color=BACKWARD_COLOUR, fontweight="bold", gid="legend:backward")
     ax.text(width - 0.15, 0.12, "r = rowsum(dO \u2299 O), one number per query", ha="right", va="bottom",
-            fontsize=9, color=BACKWARD_COLOUR, gid="note:r")
+            fontsize=10, color=colour(lit == 3), gid="note:r")
+    if lit is not None:
+        a, b = _GRAPH_STEPS[lit]
+        ax.text(0.15, 0.12, f"step {lit} of 5: {formulas[(a, b)]}", ha="left", va="bottom", fontsize=12.5,
+                fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
     forward = ", ".join(f"{title} {shapes[name]}" for name, (title, *_) in _GRAPH_NODES.items())
     figures.describe(fig, (
         f"Graph of attention's forward pass with n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v}: "
         f"{forward}. Q and K feed the scores, the softmax of each row gives the weights, weights and V give "
         f"the output. The backward pass runs the other way, dO {shapes['O']} to dP and dV {shapes['V']}, dP to "
         f"dS {shapes['S']}, dS to dQ {shapes['Q']} and dK {shapes['K']}; every gradient has the shape of "
-        "its node."))
+        "its node." + ("" if lit is None else
+                       f" Step {lit} of 5 is lit: {formulas[_GRAPH_STEPS[lit]]}, from "
+                       f"d{_GRAPH_STEPS[lit][1]} {shapes[_GRAPH_STEPS[lit][1]]} to d{_GRAPH_STEPS[lit][0]} "
+                       f"{shapes[_GRAPH_STEPS[lit][0]]}; the other four steps are greyed.")))
     return fig
 
 

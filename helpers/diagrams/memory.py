@@ -33,7 +33,7 @@ def _block_size(value, name):
     return int(value)
 
 
-def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
+def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
     """The tiled attention pass step by step, and one query row's running maximum and sum.
 
     The loop order is FlashAttention-2's: for each block of ``block_q``
@@ -47,6 +47,12 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     row's true maximum and softmax denominator (dashed), which they reach at
     the last block.
 
+    With ``lit`` one step is processed per picture, so that a lecture can
+    build the pass up one tile at a time: that step's panel is drawn in
+    colour, the other steps' panels faded, and the running maximum and sum
+    show only the key blocks query ``row`` has seen by the end of that step,
+    with their values written as the row's state (m and l) in the titles.
+
     Parameters
     ----------
     q : array_like, shape (n, d_k)
@@ -59,6 +65,9 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
         The query whose running maximum and sum are drawn.
     scale : float, optional
         Multiplies the scores; default 1 / sqrt(d_k).
+    lit : int, optional
+        The step (1, 2, ... in the loop order) processed in this picture;
+        default None: every step, and the whole row's running values.
 
     Returns
     -------
@@ -67,8 +76,13 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
         or ``"sram:<step>:<Q|K|V>:<b>"`` for the three in fast memory. The
         running values are ``Line2D`` with gids ``"running_max"`` and
         ``"running_sum"`` (x = key blocks seen, 1, 2, ...), the true values
-        ``"final_max"`` and ``"final_sum"``. The figure carries a description
-        (:func:`helpers.figures.description`).
+        ``"final_max"`` and ``"final_sum"``. With ``lit``, the lit panel's
+        title has gid ``"lit"``, the running lines hold only the key blocks
+        seen so far, and the row's state is written in the titles of the
+        running plots, ``Text`` with gids ``"state:max"`` and ``"state:sum"``
+        (``"after step 2: m = 1.23 ..."``, or ``"... not reached yet ..."``). The figure carries a description
+        (:func:`helpers.figures.description`), which says which step is lit and
+        the row's state after it.
 
     Examples
     --------
@@ -98,6 +112,9 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     if len(steps) > 12:
         raise ValueError(f"at most 12 steps can be drawn: got {len(q_blocks)} query blocks x "
                          f"{len(k_blocks)} key blocks")
+    if lit is not None and (isinstance(lit, bool) or not isinstance(lit, (int, np.integer))
+                            or not 1 <= lit <= len(steps)):
+        raise ValueError(f"lit must be a step from 1 to {len(steps)} or None: got {lit!r}")
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
 
     # the online softmax of one row, block by block, from the data
@@ -112,12 +129,19 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
     final_max = float(x.max())
     final_sum = float(np.exp(x - final_max).sum())
     row_block = row // block_q
+    if lit is None:
+        seen = len(k_blocks)  # key blocks the followed row has seen in the picture
+    else:
+        lit_i, lit_j = steps[lit - 1]
+        seen = 0 if lit_i < row_block else lit_j + 1 if lit_i == row_block else len(k_blocks)
 
     columns = len(steps)
-    fig = plt.figure(figsize=(max(7.5, 1.25 * columns), 4.2), layout="constrained")
+    fig = plt.figure(figsize=(max(8.5, 1.6 * columns), 4.2), layout="constrained")
     grid = fig.add_gridspec(2, columns, height_ratios=[1, 1])
     total = max(n, m)
     for step, (i, j) in enumerate(steps):
+        faded = lit is not None and step != lit - 1
+        alpha = 0.3 if faded else 1.0
         ax = fig.add_subplot(grid[0, step])
         for x0, name, spans, active in ((0.0, "Q", q_blocks, i), (1.2, "K", k_blocks, j), (2.4, "V", k_blocks, j)):
             for b, (start, stop) in enumerate(spans):
@@ -125,29 +149,41 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
                 ax.add_patch(Rectangle((x0, total - stop), 1.0, stop - start,
                                        facecolor=SRAM_FILLS[name] if fast else SLOW_FILL,
                                        edgecolor="#333333" if fast else "#aaaaaa", linewidth=1.2 if fast else 0.6,
-                                       gid=f"{'sram' if fast else 'block'}:{step}:{name}:{b}"))
-            ax.text(x0 + 0.5, total + 0.4, name, ha="center", va="bottom", fontsize=9)
+                                       alpha=alpha, gid=f"{'sram' if fast else 'block'}:{step}:{name}:{b}"))
+            ax.text(x0 + 0.5, total + 0.4, name, ha="center", va="bottom", fontsize=12, alpha=alpha)
         if i == row_block:  # the followed query row
-            ax.plot([-0.25, 0.0], [total - row - 0.5] * 2, color=QUERY_COLOUR, linewidth=2, gid=f"row:{step}")
+            ax.plot([-0.25, 0.0], [total - row - 0.5] * 2, color=QUERY_COLOUR, linewidth=2, alpha=alpha,
+                    gid=f"row:{step}")
         ax.set_xlim(-0.3, 3.5)
         ax.set_ylim(-0.2, total + 1.6)
         ax.set_axis_off()
-        ax.set_title(f"step {step + 1}\nQ{i} with K{j}, V{j}", fontsize=9)
-    arrived = np.arange(1, len(k_blocks) + 1)
+        ax.set_title(f"step {step + 1}\nQ{i} with K{j}, V{j}", fontsize=12, alpha=alpha,
+                     fontweight="bold" if lit == step + 1 else "normal")
+        if lit == step + 1:
+            ax.title.set_gid("lit")
+    arrived = np.arange(1, seen + 1)
     for half, (values, final, name, label) in enumerate(
             ((running_max, final_max, "max", "running maximum m"),
              (running_sum, final_sum, "sum", "running sum \u2113"))):
         ax = fig.add_subplot(grid[1, half * columns // 2:(half + 1) * columns // 2])
-        ax.plot(arrived, values, "o-", color=QUERY_COLOUR, gid=f"running_{name}")
+        ax.plot(arrived, values[:seen], "o-", color=QUERY_COLOUR, gid=f"running_{name}")
         ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
         for a, value in zip(arrived, values):
             ax.annotate(_format(value, 2), (a, value), textcoords="offset points", xytext=(0, 6), ha="center",
-                        fontsize=8, gid=f"value:{name}:{a - 1}")
-        ax.set_xticks(arrived)
-        ax.set_xlabel(f"key blocks seen by query {row}")
-        ax.set_title(f"{label} (dashed: whole row, {_format(final, 2)})", fontsize=10)
-        ax.margins(x=0.1, y=0.3)
-    fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=10)
+                        fontsize=12, gid=f"value:{name}:{a - 1}")
+        ax.set_xticks(np.arange(1, len(k_blocks) + 1))
+        ax.set_xlim(0.6, len(k_blocks) + 0.4)
+        ax.set_ylim(*_padded(values + [final]))
+        ax.tick_params(labelsize=12)
+        ax.set_xlabel(f"key blocks seen by query {row}", fontsize=12)
+        if lit is None:
+            ax.set_title(f"{label} (dashed: whole row, {_format(final, 2)})", fontsize=13)
+        else:
+            symbol = "m" if name == "max" else "\u2113"
+            state = f"{symbol} = {_format(values[seen - 1], 2)}" if seen else "not reached yet"
+            ax.set_title(f"after step {lit}: {state} (dashed: whole row)", fontsize=13)
+            ax.title.set_gid(f"state:{name}")
+    fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=13)
 
     def listed(values):
         return ", ".join(f"{value:.2f}" for value in values)
@@ -157,8 +193,28 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None):
         f"{len(k_blocks)} key/value blocks of up to {block_k} rows, FlashAttention-2 order: at each step one block "
         f"of Q, one of K and one of V are in fast memory (SRAM), the rest in slow memory. "
         f"Query {row}'s running maximum after each key block: {listed(running_max)} (whole row {final_max:.2f}); "
-        f"running sum: {listed(running_sum)} (whole row {final_sum:.2f})."))
+        f"running sum: {listed(running_sum)} (whole row {final_sum:.2f})." + _lit_description(
+            lit, steps, row, seen, running_max, running_sum)))
     return fig
+
+
+def _padded(values):
+    """(low, high) limits around ``values`` with room for the labels above the points."""
+    low, high = min(values), max(values)
+    pad = 0.3 * (high - low) if high > low else 0.5
+    return low - pad, high + pad
+
+
+def _lit_description(lit, steps, row, seen, running_max, running_sum):
+    """The sentence that says which step a picture processes and the followed row's state after it."""
+    if lit is None:
+        return ""
+    i, j = steps[lit - 1]
+    text = f" Step {lit} of {len(steps)} is lit: query block {i} with key/value block {j}; the other steps are faded."
+    if not seen:
+        return text + f" Query {row} is not in a block processed yet."
+    return text + (f" After it query {row} has seen {seen} key block{'s' if seen > 1 else ''}: "
+                   f"m = {running_max[seen - 1]:.2f}, \u2113 = {running_sum[seen - 1]:.2f}.")
 
 
 def _loop_description(visits):
@@ -221,7 +277,7 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
         raise ValueError(f"titles must be two names: got {len(titles)}")
     rows = 1 + max(i for visits in orders for i, _ in visits)
     cols = 1 + max(j for visits in orders for _, j in visits)
-    cell = 0.55
+    cell = 0.8
     fig, axes = plt.subplots(1, 2, figsize=(2 * (cols * cell + 1.0) + 0.4, rows * cell + 1.5), layout="constrained")
     described = []
     for p, (ax, visits, title) in enumerate(zip(axes, orders, titles)):
@@ -230,7 +286,7 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
             for j in range(cols):
                 if (i, j) in number:
                     ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="#777777", linewidth=0.8))
-                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=9, zorder=4,
+                    ax.text(j + 0.5, i + 0.5, str(number[(i, j)]), ha="center", va="center", fontsize=13, zorder=4,
                             bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"),
                             gid=f"order:{p}:{i}:{j}")
                 else:
@@ -238,17 +294,17 @@ def flash_loop_orders(visits_1, visits_2, *, titles=("FlashAttention-1", "FlashA
                                            linewidth=0.8, gid=f"skipped:{p}:{i}:{j}"))
         path = np.array(visits, dtype=float) + 0.5
         ax.plot(path[:, 1], path[:, 0], color=KEY_COLOUR, linewidth=1.2, alpha=0.45, zorder=3, gid=f"path:{p}")
-        ax.plot(path[0, 1], path[0, 0], "o", color=QUERY_COLOUR, markersize=16, alpha=0.35, zorder=3)
+        ax.plot(path[0, 1], path[0, 0], "o", color=QUERY_COLOUR, markersize=22, alpha=0.35, zorder=3)
         loop = _loop_description(visits)
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_aspect("equal")
         ax.set_xticks(np.arange(cols) + 0.5, [f"K{j}" for j in range(cols)])
         ax.set_yticks(np.arange(rows) + 0.5, [f"Q{i}" for i in range(rows)])
-        ax.tick_params(length=0, labelsize=8)
-        ax.set_xlabel("key/value block")
-        ax.set_ylabel("query block")
-        ax.set_title(f"{title}\n{loop}", fontsize=10)
+        ax.tick_params(length=0, labelsize=12)
+        ax.set_xlabel("key/value block", fontsize=12)
+        ax.set_ylabel("query block", fontsize=12)
+        ax.set_title(f"{title}\n{loop}", fontsize=13)
         axis = 1 if "key" in loop else 0  # the outer loop's index in (query block, key block)
         first = [s + 1 for s, tile in enumerate(visits) if tile[axis] == visits[0][axis]]
         described.append(f"{title}, {loop}: visits {len(visits)} tiles, visits {first[0]}-{first[-1]} on "
