@@ -1061,12 +1061,14 @@ def direct_logit_attribution(model, tokens, mask):
     -------
     ndarray, shape (L, H)
         In logits (nats of log-odds); positive = the head pushes the right answer up.
+        NaN if the mask selects nothing.
 
     Examples
     --------
     >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
     >>> tokens = np.array([[1, 2, 3, 1, 2, 3]])
-    >>> direct_logit_attribution(model, tokens, tokens > 5).shape
+    >>> repeat = np.array([[False, False, False, True, True, False]])  # the second 1 and 2
+    >>> direct_logit_attribution(model, tokens, repeat).shape
     (2, 2)
     """
     _, cache = model.forward(tokens)
@@ -1079,8 +1081,10 @@ def direct_logit_attribution(model, tokens, mask):
         )
     p = model.params
     b, i = np.nonzero(mask)
+    out = np.full((model.n_layers, model.n_heads), np.nan)
+    if not len(b):
+        return out
     nxt = tokens[b, i + 1]
-    out = np.empty((model.n_layers, model.n_heads))
     for layer in range(model.n_layers):
         for h in range(model.n_heads):
             logits = cache["z"][layer][b, h, i] @ p["W_O"][layer, h] @ p["W_U"]  # (R, e)(e, d)(d, V) -> (R, V)

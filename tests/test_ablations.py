@@ -160,6 +160,7 @@ def test_direct_logit_attribution_by_hand(stored):
     assert dla[1].min() > 1.0 and np.abs(dla[0]).max() < 0.2  # the layer-1 heads push the answer up
     with pytest.raises(ValueError, match="False at the last position"):
         direct_logit_attribution(model, tokens, np.ones_like(repeat))
+    assert np.isnan(direct_logit_attribution(model, tokens, np.zeros_like(repeat))).all()
 
 
 @pytest.mark.parametrize("path", ["value", "", None, "keys"])
