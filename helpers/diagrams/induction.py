@@ -147,7 +147,7 @@ def token_circuits(matrices, titles, names, *, row_label, col_label):
         )
     if len(titles) != len(mats):
         raise ValueError(f"titles must give one title per matrix: got {len(titles)} for {len(mats)}")
-    fig = _new_figure((3.4 * len(mats) + 0.4, 3.9))
+    fig = _new_figure((3.0 * len(mats) + 0.4, 3.6))
     axes = fig.subplots(1, len(mats), squeeze=False)[0]
     parts = []
     for k, (ax, m, title) in enumerate(zip(axes, mats, titles)):
