@@ -6,7 +6,7 @@ Run from the repository root (about 15-30 s)::
 
 Trains ``helpers.transformer.train_induction(seed=0)`` (the stored model's
 configuration: d_model 32, 2 layers of 2 heads, vocabulary 16, sequences of
-24, batch 64, Adam at lr 3e-3, 1,000 steps) with one BLAS thread, and reports
+24, batch 64, Adam at lr 3e-3, 3,000 steps, the repeat anywhere) with one BLAS thread, and reports
 the process CPU time (``time.process_time``: the machine is shared, so wall
 time is noise), the first step at which some head's induction score on the
 training batch passes 0.3, 0.5 and 0.7, the CPU seconds spent up to that

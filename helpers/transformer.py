@@ -56,6 +56,12 @@ __all__ = [
     "train_induction",
     "head_scores",
     "composition_patterns",
+    "hide_head",
+    "loss_from_logits",
+    "ov_circuit",
+    "qk_circuit_through",
+    "direct_logit_attribution",
+    "repeat_loss_by_offset",
     "TRAINING_CONFIG",
     "RECIPE",
 ]
@@ -69,9 +75,10 @@ TRAINING_CONFIG = {
     "seq_len": 24,
     "batch": 64,
     "lr": 3e-3,
-    "steps": 1000,
+    "steps": 3000,
     "min_period": 4,
     "max_period": 12,
+    "start": "random",
 }
 
 # How the stored weights were made, in words that do not depend on this file's line numbers.
@@ -79,11 +86,15 @@ RECIPE = (
     "helpers.transformer.train_induction(seed=SEED, **CONFIG) with one BLAS thread: "
     "AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed) "
     "in float32; each step draws a fresh batch with induction_task(batch, seq_len, vocab_size, "
-    "rng=np.random.default_rng([seed, 1])) and takes one Adam step (lr, betas 0.9/0.999, eps 1e-8) "
+    "rng=np.random.default_rng([seed, 1]), min_period, max_period, start) "
+    "and takes one Adam step (lr, betas 0.9/0.999, eps 1e-8) "
     "on the mean cross-entropy of predicting tokens[:, 1:] from every position but the last."
 )
 
 DATA_FILE = "induction_model.npz"
+# The first stored model, trained with every segment at position 0 (``start=0``, 1,000 steps):
+# kept to show what that layout taught it (notebook 12 compares the two).
+START0_FILE = "induction_model_start0.npz"
 
 EMBED_STD = 0.5
 
@@ -256,7 +267,7 @@ class AttentionOnlyTransformer:
 
     # -- forward ------------------------------------------------------------
 
-    def forward(self, tokens, ablate=None):
+    def forward(self, tokens, ablate=None, ablation="zero"):
         """Logits for every position, and the intermediate arrays the backward pass needs.
 
         Parameters
@@ -264,8 +275,13 @@ class AttentionOnlyTransformer:
         tokens : array_like of int, shape (B, n)
             Token ids in ``0..vocab_size-1``; ``n <= max_len``.
         ablate : list of (layer, head), optional
-            Heads whose output is replaced by zeros (their attention weights
-            are still computed and returned in the cache).
+            Heads whose output is replaced (their attention weights are
+            still computed and returned in the cache).
+        ablation : {"zero", "mean"}, default "zero"
+            What replaces an ablated head's output ``z``: zeros
+            (*zero-ablation*), or its mean over the batch at each position
+            (*mean-ablation*, which keeps the part of the output that does
+            not depend on the sequence).
 
         Returns
         -------
@@ -287,6 +303,8 @@ class AttentionOnlyTransformer:
         """
         tokens = _check_tokens(tokens, self.vocab_size, self.max_len)
         ablated = _check_ablate(ablate, self.n_layers, self.n_heads)
+        if ablation not in ("zero", "mean"):
+            raise ValueError(f"ablation must be 'zero' or 'mean': got {ablation!r}")
         B, n = tokens.shape
         d, L, H, e = self.d_model, self.n_layers, self.n_heads, self.d_head
         p = self.params
@@ -302,7 +320,10 @@ class AttentionOnlyTransformer:
                 if lay == layer:
                     keep[head] = 0
             if not keep.all():
-                z = z * keep[:, None, None]  # zero the ablated heads' outputs
+                kept = z * keep[:, None, None]  # zero the ablated heads' outputs
+                if ablation == "mean":  # ... or put their mean over the batch there
+                    kept = kept + (1 - keep)[:, None, None] * z.mean(axis=0, keepdims=True)
+                z = kept
             z_flat = z.transpose(0, 2, 1, 3).reshape(B, n, H * e)  # (B, n, He)
             x = x + z_flat @ p["W_O"][layer].reshape(H * e, d)  # (B, n, He) x (He, d) -> (B, n, d)
             cache["qkv"].append(qkv)
@@ -351,7 +372,7 @@ class AttentionOnlyTransformer:
                 raise ValueError(f"mask must have the shape of tokens (B, n) = {(B, n)}: got mask.shape={mask.shape}")
         return targets, mask
 
-    def loss(self, tokens, targets, mask=None, ablate=None):
+    def loss(self, tokens, targets, mask=None, ablate=None, ablation="zero"):
         """Mean cross-entropy of ``targets`` under the model's logits, over the positions in ``mask``.
 
         Parameters
@@ -362,6 +383,8 @@ class AttentionOnlyTransformer:
             True = the position counts in the mean. All positions by default.
         ablate : list of (layer, head), optional
             Heads whose output is zeroed (see :meth:`forward`).
+        ablation : {"zero", "mean"}, default "zero"
+            As in :meth:`forward`.
 
         Returns
         -------
@@ -369,11 +392,9 @@ class AttentionOnlyTransformer:
             In nats; ``log(vocab_size)`` for a uniform guess. NaN if the mask
             selects nothing.
         """
-        logits, cache = self.forward(tokens, ablate=ablate)
+        logits, cache = self.forward(tokens, ablate=ablate, ablation=ablation)
         targets, mask = self._targets_and_mask(cache["tokens"], targets, mask)
-        per_position = _cross_entropy(logits, targets)
-        count = mask.sum()
-        return float(per_position[mask].sum() / count) if count else float("nan")
+        return _masked_mean(_cross_entropy(logits, targets), mask)
 
     def loss_and_grads(self, tokens, targets, mask=None, ablate=None):
         """The loss of :meth:`loss` and its gradient with respect to every parameter.
@@ -467,6 +488,11 @@ class AttentionOnlyTransformer:
         one_hot[np.arange(B * n), tokens.ravel()] = 1
         grads["W_E"] = one_hot.T @ g.reshape(B * n, d)  # (V, Bn) x (Bn, d) -> (V, d)
         return loss, {name: grads[name] for name in PARAM_NAMES}, cache, per_position
+
+
+def _masked_mean(per_position, mask):
+    count = mask.sum()
+    return float(per_position[mask].sum() / count) if count else float("nan")
 
 
 def _cross_entropy(logits, targets):
@@ -564,23 +590,24 @@ class Adam:
 # ---------------------------------------------------------------------------
 
 
-def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12):
-    """Random token sequences in which a segment of random length is repeated once.
+def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12, start="random"):
+    """Random token sequences in which a segment of random length is repeated once, anywhere.
 
     Each sequence draws a *period* ``p`` uniformly from ``min_period..max_period``
-    (capped at ``seq_len // 2``) and ``seq_len`` random tokens; then the
-    first ``p`` tokens (the *segment*) are copied to positions ``p..2p-1``
-    (the *repeat*). So ``tokens[b, i] == tokens[b, i - p]`` for
-    ``p <= i < 2p``, and everything else is random. Inside the repeat, at
-    ``p <= i <= 2p - 2``, the next token is predictable by looking back one
-    period: it is ``tokens[b, i - p + 1]``, the token that followed the
-    current token's earlier occurrence.
+    (capped so that the segment fits twice), ``seq_len`` random tokens and a
+    *start* ``s``; then the ``p`` tokens from ``s`` on (the *segment*) are
+    copied to positions ``s + p..s + 2p - 1`` (the *repeat*). So
+    ``tokens[b, i] == tokens[b, i - p]`` for ``s + p <= i < s + 2p``, and
+    everything before and after is random. Inside the repeat, at
+    ``s + p <= i <= s + 2p - 2``, the next token is predictable by looking
+    back one period: it is ``tokens[b, i - p + 1]``, the token that followed
+    the current token's earlier occurrence.
 
     Parameters
     ----------
     batch : int
     seq_len : int
-        Must be at least ``2 * min_period``.
+        Must be at least ``2 * min_period`` (plus ``start`` if it is fixed).
     vocab_size : int
     rng : numpy.random.Generator or int
         Where the randomness comes from (an int seeds a new generator).
@@ -588,6 +615,11 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12)
         The range of the segment's length (both included). With one fixed
         length the model could learn the repeat through the positions
         instead of reading the tokens; a random length rules that out.
+    start : "random" or int, default "random"
+        ``"random"``: each segment starts at a position drawn uniformly from
+        ``0..seq_len - 2p``, so position tells nothing about where the repeat
+        is. An int: every segment starts there (``0`` is the layout the
+        first model of notebook 12 was trained on).
 
     Returns
     -------
@@ -596,11 +628,13 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12)
         occur twice inside one segment by chance).
     periods : ndarray of int64, shape (batch,)
         The segment length ``p`` of each sequence.
+    starts : ndarray of int64, shape (batch,)
+        Where each segment starts, ``s``.
 
     Examples
     --------
-    >>> tokens, periods = induction_task(2, 10, 16, np.random.default_rng(0))
-    >>> all((row[p:2 * p] == row[:p]).all() for row, p in zip(tokens, periods))
+    >>> tokens, periods, starts = induction_task(2, 10, 16, np.random.default_rng(0))
+    >>> all((row[s + p:s + 2 * p] == row[s:s + p]).all() for row, p, s in zip(tokens, periods, starts))
     True
     """
     batch = _positive_int(batch, "batch")
@@ -610,20 +644,50 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12)
     max_period = _positive_int(max_period, "max_period")
     if max_period < min_period:
         raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
-    if seq_len < 2 * min_period:
+    if isinstance(start, str):
+        if start != "random":
+            raise ValueError(f"start must be 'random' or a position >= 0: got {start!r}")
+        fixed = 0
+    elif isinstance(start, (bool, np.bool_)) or not isinstance(start, numbers.Integral) or start < 0:
+        raise ValueError(f"start must be 'random' or a position >= 0: got {start!r}")
+    else:
+        fixed = int(start)
+    if seq_len < fixed + 2 * min_period:
         raise ValueError(
-            f"seq_len must be >= 2 * min_period = {2 * min_period} so that the segment fits twice: "
-            f"got seq_len={seq_len}"
+            f"seq_len must be >= start + 2 * min_period = {fixed + 2 * min_period} so that the segment "
+            f"fits twice: got seq_len={seq_len}"
         )
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    top = min(max_period, seq_len // 2)
+    top = min(max_period, (seq_len - fixed) // 2)
     periods = rng.integers(min_period, top + 1, size=batch)  # (batch,)
     tokens = rng.integers(0, vocab_size, size=(batch, seq_len))  # (batch, seq_len)
+    if start == "random":
+        starts = rng.integers(0, seq_len - 2 * periods + 1)  # (batch,), each in 0..seq_len - 2p
+    else:
+        starts = np.full(batch, fixed)
     i = np.arange(seq_len)[None, :]
-    in_repeat = (i >= periods[:, None]) & (i < 2 * periods[:, None])
-    source = np.where(in_repeat, i - periods[:, None], i)  # copy positions p..2p-1 from 0..p-1
+    s, p = starts[:, None], periods[:, None]
+    in_repeat = (i >= s + p) & (i < s + 2 * p)
+    source = np.where(in_repeat, i - p, i)  # copy positions s + p..s + 2p - 1 from s..s + p - 1
     tokens = np.take_along_axis(tokens, source, axis=1)
-    return tokens.astype(np.int64), periods.astype(np.int64)
+    return tokens.astype(np.int64), periods.astype(np.int64), starts.astype(np.int64)
+
+
+def _check_starts(starts, periods, n):
+    """``starts`` as an int64 array like ``periods`` (a scalar is broadcast), the repeat inside n."""
+    arr = np.asarray(0 if starts is None else starts)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"starts must be integers, one per sequence: got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        arr = np.full(periods.shape, int(arr))
+    if arr.shape != periods.shape:
+        raise ValueError(f"starts must have the shape of periods {periods.shape}: got starts.shape={arr.shape}")
+    if arr.min() < 0 or (arr + periods).max() > n - 1:
+        raise ValueError(
+            f"starts must lie in 0..n-1-p (the repeat must start inside n = {n}): "
+            f"got starts {int(arr.min())}..{int(arr.max())} with periods {int(periods.min())}..{int(periods.max())}"
+        )
+    return arr.astype(np.int64)
 
 
 def _check_periods(periods, batch, n):
@@ -642,7 +706,7 @@ def _check_periods(periods, batch, n):
     return arr.astype(np.int64)
 
 
-def repeat_masks(periods, n):
+def repeat_masks(periods, n, starts=0):
     """Which positions' next token the repeat makes predictable, and which are random.
 
     Parameters
@@ -650,41 +714,46 @@ def repeat_masks(periods, n):
     periods : array_like of int, shape (B,)
     n : int
         Sequence length.
+    starts : array_like of int, shape (B,), or int, default 0
+        Where each segment starts (:func:`induction_task` returns them).
 
     Returns
     -------
     repeat : ndarray of bool, shape (B, n)
-        ``p <= i <= 2p - 2``: the current token was seen one period ago, and
-        the next one is the token that followed it then.
+        ``s + p <= i <= s + 2p - 2``: the current token was seen one period
+        ago, and the next one is the token that followed it then.
     other : ndarray of bool, shape (B, n)
         Every other position that has a next token (``i <= n - 2``): its
         next token is a fresh random draw.
 
     Examples
     --------
-    >>> repeat, other = repeat_masks([2], 6)
+    >>> repeat, other = repeat_masks([2], 7, starts=[1])
     >>> repeat.astype(int), other.astype(int)
-    (array([[0, 0, 1, 0, 0, 0]]), array([[1, 1, 0, 1, 1, 0]]))
+    (array([[0, 0, 0, 1, 0, 0, 0]]), array([[1, 1, 1, 0, 1, 1, 0]]))
     """
-    periods = np.asarray(periods)[:, None]
+    periods = np.asarray(periods)
+    starts = np.broadcast_to(np.asarray(starts), periods.shape)[:, None]
+    periods = periods[:, None]
     i = np.arange(n)[None, :]
-    repeat = (i >= periods) & (i <= 2 * periods - 2) & (i <= n - 2)
+    repeat = (i >= starts + periods) & (i <= starts + 2 * periods - 2) & (i <= n - 2)
     return repeat, (i <= n - 2) & ~repeat
 
 
-def _induction_batch_scores(weights, periods):
+def _induction_batch_scores(weights, periods, starts):
     """Previous-token and induction scores (H,) of one layer's weights (B, H, n, n)."""
     B, H, n, _ = weights.shape
     prev = weights[:, :, np.arange(1, n), np.arange(0, n - 1)].mean(axis=(0, 2))  # (H,)
     i = np.arange(n)[None, :]
-    rows = (i >= periods[:, None]) & (i <= 2 * periods[:, None] - 2)  # (B, n); i <= n - 1 by construction
-    rows_b, rows_i = np.nonzero(rows)  # the predictable rows p <= i <= 2p - 2
+    s, p = starts[:, None], periods[:, None]
+    rows = (i >= s + p) & (i <= s + 2 * p - 2)  # (B, n); i <= n - 1 by construction
+    rows_b, rows_i = np.nonzero(rows)  # the predictable rows s + p <= i <= s + 2p - 2
     cols = rows_i - periods[rows_b] + 1
     induct = weights[rows_b, :, rows_i, cols].mean(axis=0)  # (R, H) -> (H,)
     return prev, induct
 
 
-def head_scores(model, tokens, periods):
+def head_scores(model, tokens, periods, starts=0):
     """How much each head behaves like a previous-token head and like an induction head.
 
     Parameters
@@ -695,8 +764,10 @@ def head_scores(model, tokens, periods):
         Repeated sequences, e.g. from :func:`induction_task`.
     periods : array_like of int, shape (B,)
         The period ``p`` of each sequence (``2 <= p <= n - 1``): positions
-        ``p..2p-1`` repeat positions ``0..p-1`` (cut off at ``n - 1`` when
-        ``2p > n``).
+        ``s + p..s + 2p - 1`` repeat positions ``s..s + p - 1`` (cut off at
+        ``n - 1`` when ``s + 2p > n``).
+    starts : array_like of int, shape (B,), or int, default 0
+        Where each segment starts, ``s``.
 
     Returns
     -------
@@ -706,14 +777,14 @@ def head_scores(model, tokens, periods):
         ``"induction"``: ndarray (L, H), the mean weight query ``i`` puts on
         key ``i - p + 1`` (the token that followed the earlier occurrence of
         the current token), over every sequence and every predictable
-        position ``p <= i <= 2p - 2`` of the repeat (and ``i <= n - 1``).
+        position ``s + p <= i <= s + 2p - 2`` of the repeat (and ``i <= n - 1``).
         Both lie in [0, 1]; 1 means all of the weight, always.
 
     Examples
     --------
     >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
-    >>> tokens, periods = induction_task(4, 12, 16, np.random.default_rng(0))
-    >>> scores = head_scores(model, tokens, periods)
+    >>> tokens, periods, starts = induction_task(4, 12, 16, np.random.default_rng(0))
+    >>> scores = head_scores(model, tokens, periods, starts)
     >>> scores["previous_token"].shape, scores["induction"].shape
     ((2, 2), (2, 2))
     """
@@ -724,6 +795,7 @@ def head_scores(model, tokens, periods):
     if n < 2:
         raise ValueError(f"tokens must have n >= 2 positions for the scores: got tokens.shape={tokens.shape}")
     periods = _check_periods(periods, B, n)
+    starts = _check_starts(starts, periods, n)
     patterns = np.asarray(model.attention_patterns(tokens))  # (B, L, H, n, n)
     if patterns.ndim != 5 or patterns.shape[0] != B or patterns.shape[-2:] != (n, n):
         raise ValueError(
@@ -732,20 +804,117 @@ def head_scores(model, tokens, periods):
         )
     L, H = patterns.shape[1:3]
     flat = patterns.reshape(B, L * H, n, n)
-    prev, induct = _induction_batch_scores(flat, periods)
+    prev, induct = _induction_batch_scores(flat, periods, starts)
     return {"previous_token": prev.reshape(L, H), "induction": induct.reshape(L, H)}
+
+
+def repeat_loss_by_offset(model, offsets, period=6, batch=512, seed=0):
+    """The loss on the repeat when the segment starts at each offset, as Olsson et al. (2022) test.
+
+    For every offset ``s``, ``batch`` sequences of random tokens with one
+    segment of length ``period`` at ``s``, repeated right after itself
+    (:func:`induction_task` with ``start=s``); the loss is the mean
+    cross-entropy over the predictable positions ``s + p..s + 2p - 2``. A head
+    that reads the tokens does about as well at every offset; one that learnt
+    the training layout does well only where that layout put the repeat.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    offsets : sequence of int
+        Each ``0 <= s <= max_len - 2 * period``.
+    period : int, default 6
+    batch : int, default 512
+    seed : int, default 0
+        Every offset uses ``np.random.default_rng([seed, s])``.
+
+    Returns
+    -------
+    ndarray, shape (len(offsets),)
+        In nats; ``log(vocab_size)`` is a uniform guess.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=24)
+    >>> repeat_loss_by_offset(model, [0, 4], batch=8).shape
+    (2,)
+    """
+    n = model.max_len
+    out = []
+    for s in offsets:
+        tokens, periods, starts = induction_task(
+            batch, n, model.vocab_size, np.random.default_rng([seed, int(s)]), period, period, start=int(s)
+        )
+        repeat, _ = repeat_masks(periods, n, starts)
+        out.append(model.loss(tokens, np.roll(tokens, -1, axis=1), repeat))
+    return np.array(out)
+
+
+COMPOSITION_PATHS = ("query", "key", "value")
+
+
+def hide_head(model, tokens, head, paths):
+    """Logits and patterns when one head's output is hidden from the later layers' queries, keys or values.
+
+    A head of a later layer can use an earlier head's output through its
+    queries (*Q-composition*), its keys (*K-composition*) or its values
+    (*V-composition*) (Elhage et al., 2021). To tell them apart, this
+    recomputes every layer after ``head``'s with that head's direct
+    contribution (its output times its slice of ``W_O``) subtracted from the
+    residual stream that forms the named inputs; everything else, including
+    the head's direct path to the logits, is the unablated model's.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    tokens : array_like of int, shape (B, n)
+    head : (layer, head)
+        The head whose output is hidden.
+    paths : iterable of {"query", "key", "value"}
+        Which inputs of the later layers lose it.
+
+    Returns
+    -------
+    logits : ndarray, shape (B, n, V)
+    patterns : ndarray, shape (B, L, H, n, n)
+        As :meth:`AttentionOnlyTransformer.attention_patterns`; the layers up
+        to ``head``'s own are unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``paths`` names something else or nothing, or ``head`` is out of range.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> logits, patterns = hide_head(model, np.array([[1, 2, 3, 1]]), (0, 1), ["value"])
+    >>> logits.shape, patterns.shape
+    ((1, 4, 16), (1, 2, 2, 4, 4))
+    """
+    paths = (paths,) if isinstance(paths, str) else tuple(paths)
+    if not paths or any(path not in COMPOSITION_PATHS for path in paths):
+        raise ValueError(f"paths must be one or more of 'query', 'key', 'value': got {paths!r}")
+    (layer0, h0), = _check_ablate([head], model.n_layers, model.n_heads)
+    _, cache = model.forward(tokens)
+    p = model.params
+    direct = cache["z"][layer0][:, h0] @ p["W_O"][layer0, h0]  # (B, n, e) x (e, d) -> (B, n, d)
+    weights = list(cache["weights"])
+    x = cache["resid"][layer0 + 1]  # (B, n, d), the unablated residual stream
+    for layer in range(layer0 + 1, model.n_layers):
+        inputs = [x - direct if path in paths else x for path in COMPOSITION_PATHS]
+        q, k, v = (np.einsum("bnd,hde->bhne", x_in, p[w][layer])  # (B, H, n, e)
+                   for x_in, w in zip(inputs, ("W_Q", "W_K", "W_V")))
+        z, weights[layer] = scaled_dot_product_attention(q, k, v, causal=True)  # (B, H, n, e), (B, H, n, n)
+        x = x + np.einsum("bhne,hed->bnd", z, p["W_O"][layer])  # (B, n, d)
+    return x @ p["W_U"], np.stack(weights, axis=1)
 
 
 def composition_patterns(model, tokens, head, path):
     """Attention patterns when one head's output is hidden from the later layers' queries or keys.
 
-    A head of a later layer can use an earlier head's output through its
-    queries (*Q-composition*) or through its keys (*K-composition*)
-    (Elhage et al., 2021). To tell the two apart, this recomputes the weights
-    of every layer after ``head``'s with that head's direct contribution
-    (its output times its slice of ``W_O``) subtracted from the residual
-    stream that forms the queries, the keys, or both; everything else is the
-    unablated model's. With ``path="both"`` in a two-layer model this equals
+    :func:`hide_head`'s patterns, with ``path="both"`` for the queries and the
+    keys together. With ``"both"`` in a two-layer model this equals
     ``model.attention_patterns(tokens, ablate=[head])``.
 
     Parameters
@@ -760,8 +929,6 @@ def composition_patterns(model, tokens, head, path):
     Returns
     -------
     ndarray, shape (B, L, H, n, n)
-        As :meth:`AttentionOnlyTransformer.attention_patterns`; the layers up
-        to ``head``'s own are unchanged.
 
     Raises
     ------
@@ -776,19 +943,153 @@ def composition_patterns(model, tokens, head, path):
     """
     if path not in ("query", "key", "both"):
         raise ValueError(f"path must be 'query', 'key' or 'both': got {path!r}")
-    (layer0, h0), = _check_ablate([head], model.n_layers, model.n_heads)
-    _, cache = model.forward(tokens)
+    return hide_head(model, tokens, head, ("query", "key") if path == "both" else (path,))[1]
+
+
+def loss_from_logits(logits, targets, mask=None):
+    """Mean cross-entropy of ``targets`` under ``logits`` over the positions in ``mask``.
+
+    Parameters
+    ----------
+    logits : ndarray, shape (B, n, V)
+    targets : array_like of int, shape (B, n)
+    mask : array_like of bool, shape (B, n), optional
+        True = counts in the mean; all positions by default.
+
+    Returns
+    -------
+    float
+        In nats (NaN if the mask selects nothing).
+
+    Examples
+    --------
+    >>> round(loss_from_logits(np.zeros((1, 2, 4)), np.array([[0, 3]])), 4) == round(math.log(4), 4)
+    True
+    """
+    logits = np.asarray(logits)
+    targets = np.asarray(targets)
+    if logits.ndim != 3 or targets.shape != logits.shape[:2]:
+        raise ValueError(
+            f"logits must have shape (B, n, V) and targets (B, n): got logits.shape={logits.shape}, "
+            f"targets.shape={targets.shape}"
+        )
+    mask = np.ones(targets.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    return _masked_mean(_cross_entropy(logits, targets), mask)
+
+
+def ov_circuit(model, layer, head):
+    """What one head writes to the logits for each token it attends to: ``W_E W_V W_O W_U``.
+
+    Row ``a`` is the change in the 16 logits when the head puts all its weight
+    on a position holding token ``a`` (through the token embedding only). A
+    head that *copies* raises the logit of the token it attends to: the
+    diagonal wins its row (Elhage et al., 2021, call this the OV circuit).
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    layer, head : int
+
+    Returns
+    -------
+    ndarray, shape (V, V)
+        ``[a, b]``: the logit of ``b`` from attending to ``a``.
+
+    Examples
+    --------
+    >>> ov_circuit(AttentionOnlyTransformer(16, 8, 2, 2, max_len=12), 1, 0).shape
+    (16, 16)
+    """
     p = model.params
-    direct = cache["z"][layer0][:, h0] @ p["W_O"][layer0, h0]  # (B, n, e) x (e, d) -> (B, n, d)
-    weights = list(cache["weights"])
-    for layer in range(layer0 + 1, model.n_layers):
-        x = cache["resid"][layer]  # (B, n, d), the unablated residual stream
-        x_q = x - direct if path in ("query", "both") else x
-        x_k = x - direct if path in ("key", "both") else x
-        q = np.einsum("bnd,hde->bhne", x_q, p["W_Q"][layer])  # (B, H, n, e)
-        k = np.einsum("bnd,hde->bhne", x_k, p["W_K"][layer])
-        weights[layer] = scaled_dot_product_attention(q, k, k, causal=True)[1]  # (B, H, n, n)
-    return np.stack(weights, axis=1)
+    (layer, head), = _check_ablate([(layer, head)], model.n_layers, model.n_heads)
+    return p["W_E"] @ p["W_V"][layer, head] @ p["W_O"][layer, head] @ p["W_U"]  # (V, d)(d, e)(e, d)(d, V)
+
+
+def qk_circuit_through(model, head, previous):
+    """The attention score of a layer-1 head between a query token and the token *before* a key.
+
+    K-composition read from the weights: the key side is the previous-token
+    head's output for a position holding ``b`` (``W_E W_V W_O`` of
+    ``previous``), seen by ``head``'s keys; the query side is the token
+    embedding seen by ``head``'s queries. An induction head scores highest
+    where the key's predecessor is the query's own token: the diagonal wins.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    head : (layer, head)
+        The later head (its queries and keys).
+    previous : (layer, head)
+        The earlier head whose output its keys read.
+
+    Returns
+    -------
+    ndarray, shape (V, V)
+        ``[a, b]``: the score (divided by sqrt(d_head)) of a query holding
+        ``a`` for a key whose predecessor held ``b``.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> qk_circuit_through(model, (1, 0), (0, 1)).shape
+    (16, 16)
+    """
+    (l1, h1), (l0, h0) = _check_ablate([head, previous], model.n_layers, model.n_heads)
+    p = model.params
+    query = p["W_E"] @ p["W_Q"][l1, h1]  # (V, e)
+    key = p["W_E"] @ p["W_V"][l0, h0] @ p["W_O"][l0, h0] @ p["W_K"][l1, h1]  # (V, e)
+    return query @ key.T / math.sqrt(model.d_head)  # (V, V)
+
+
+def direct_logit_attribution(model, tokens, mask):
+    """How much each head's output, read straight out by ``W_U``, raises the correct next token.
+
+    At each position in ``mask``, the head's contribution to the logits
+    (``z W_O W_U``) is taken at the correct next token ``tokens[i + 1]``,
+    minus its mean over the vocabulary (a constant added to every logit
+    changes no probability); the result is averaged over the positions.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    tokens : array_like of int, shape (B, n)
+    mask : array_like of bool, shape (B, n)
+        The positions to average over (position ``n - 1`` has no next token
+        and must be False).
+
+    Returns
+    -------
+    ndarray, shape (L, H)
+        In logits (nats of log-odds); positive = the head pushes the right answer up.
+        NaN if the mask selects nothing.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> tokens = np.array([[1, 2, 3, 1, 2, 3]])
+    >>> repeat = np.array([[False, False, False, True, True, False]])  # the second 1 and 2
+    >>> direct_logit_attribution(model, tokens, repeat).shape
+    (2, 2)
+    """
+    _, cache = model.forward(tokens)
+    tokens = cache["tokens"]
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != tokens.shape or mask[:, -1].any():
+        raise ValueError(
+            f"mask must have the shape of tokens {tokens.shape} and be False at the last position: "
+            f"got mask.shape={mask.shape}"
+        )
+    p = model.params
+    b, i = np.nonzero(mask)
+    out = np.full((model.n_layers, model.n_heads), np.nan)
+    if not len(b):
+        return out
+    nxt = tokens[b, i + 1]
+    for layer in range(model.n_layers):
+        for h in range(model.n_heads):
+            logits = cache["z"][layer][b, h, i] @ p["W_O"][layer, h] @ p["W_U"]  # (R, e)(e, d)(d, V) -> (R, V)
+            out[layer, h] = (logits[np.arange(len(b)), nxt] - logits.mean(axis=1)).mean()
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -809,6 +1110,7 @@ def train_induction(
     lr=3e-3,
     min_period=4,
     max_period=12,
+    start="random",
     progress=False,
     progress_every=100,
     dtype=np.float32,
@@ -830,6 +1132,9 @@ def train_induction(
         The model (``max_len = seq_len``).
     seq_len, batch, min_period, max_period : int
         The task.
+    start : "random" or int, default "random"
+        Where the segments start (see :func:`induction_task`); ``0`` is the
+        layout the first stored model was trained on.
     lr : float
         Adam's learning rate.
     progress : bool, default False
@@ -851,6 +1156,10 @@ def train_induction(
           repeat (positions ``p <= i <= 2p - 2``, see :func:`repeat_masks`);
         - ``"other_loss"`` (steps,): the loss on every other position, whose
           next token is random (``log(vocab_size)`` at best);
+        - ``"position_loss"`` (steps, seq_len - 1): the loss at each position
+          ``i`` (predicting token ``i + 1``), averaged over the batch: how much
+          a longer context helps (the *in-context learning score* compares a
+          late position with an early one);
         - ``"previous_token"``, ``"induction"`` (steps, L, H): the head
           scores of :func:`head_scores` on that batch.
     """
@@ -865,25 +1174,27 @@ def train_induction(
         "loss": np.empty(steps),
         "repeat_loss": np.empty(steps),
         "other_loss": np.empty(steps),
+        "position_loss": np.empty((steps, seq_len - 1)),
         "previous_token": np.empty((steps, L, H)),
         "induction": np.empty((steps, L, H)),
     }
     mask = np.ones((batch, seq_len), dtype=bool)
     mask[:, -1] = False
-    start = time.process_time()
+    clock = time.process_time()
     for step in range(steps):
-        tokens, periods = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period)
+        tokens, periods, starts = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period, start)
         targets = np.empty_like(tokens)
         targets[:, :-1] = tokens[:, 1:]
         targets[:, -1] = 0
         loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None)
         optimiser.step(grads)
         history["loss"][step] = loss
-        repeat, other = repeat_masks(periods, seq_len)
+        repeat, other = repeat_masks(periods, seq_len, starts)
         history["repeat_loss"][step] = per_position[repeat].mean()
         history["other_loss"][step] = per_position[other].mean()
+        history["position_loss"][step] = per_position[:, :-1].mean(axis=0)
         for layer, weights in enumerate(cache["weights"]):
-            prev, induct = _induction_batch_scores(weights, periods)
+            prev, induct = _induction_batch_scores(weights, periods, starts)
             history["previous_token"][step, layer] = prev
             history["induction"][step, layer] = induct
         if progress and (step % progress_every == 0 or step == steps - 1):
@@ -892,7 +1203,7 @@ def train_induction(
                 f"best induction score {history['induction'][step].max():.2f}",
                 flush=True,
             )
-    model.train_seconds = time.process_time() - start
+    model.train_seconds = time.process_time() - clock
     return model, history
 
 
@@ -943,11 +1254,19 @@ def _read_model_file(source):
     return model, history
 
 
-def load_trained_induction_model():
+def load_trained_induction_model(start="random"):
     """The model :func:`train_induction` made with the stored seed and config, and its history.
 
     Read from the package data ``helpers/data/induction_model.npz`` with
     :mod:`importlib.resources`; no training, no network.
+
+    Parameters
+    ----------
+    start : "random" or 0, default "random"
+        ``"random"``: the stored model, trained with the repeat anywhere
+        (:data:`TRAINING_CONFIG`). ``0``: the first stored model
+        (``induction_model_start0.npz``), trained for 1,000 steps with every
+        segment at position 0; its metadata holds its own config and recipe.
 
     Returns
     -------
@@ -961,11 +1280,14 @@ def load_trained_induction_model():
     --------
     >>> model, history = load_trained_induction_model()
     >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
-    (0, 2, 2, 1000)
+    (0, 2, 2, 3000)
     """
     from importlib import resources
 
-    with resources.as_file(resources.files("helpers") / "data" / DATA_FILE) as path:
+    files = {"random": DATA_FILE, 0: START0_FILE}
+    if isinstance(start, (bool, np.bool_)) or start not in files:
+        raise ValueError(f"start must be 'random' or 0 (the two stored models): got {start!r}")
+    with resources.as_file(resources.files("helpers") / "data" / files[start]) as path:
         return _read_model_file(path)
 
 

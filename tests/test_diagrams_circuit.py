@@ -63,3 +63,44 @@ def test_dollar_signs_are_drawn_literally():
 def test_rejects_what_it_cannot_draw(tokens, query, match):
     with pytest.raises(ValueError, match=match):
         diagrams.induction_circuit(tokens, query)
+
+
+# ---------------------------------------------------------------------------
+# token_circuits: OV and QK circuits as token-by-token pictures (issue 26)
+# ---------------------------------------------------------------------------
+
+
+def test_token_circuits_box_each_rows_largest_entry_and_count_the_diagonal():
+    import numpy as np
+
+    names = list("ABCDE")
+    copy = np.eye(5) * 2 - np.arange(25).reshape(5, 5) / 50  # a copier: the diagonal wins every row
+    shuffled = np.roll(np.eye(5), 1, axis=1)  # row a raises a + 1: the diagonal wins none
+    mixed = np.eye(5)
+    mixed[0] = [0, 0, 3, 0, 0]  # row A loses to C
+    fig = diagrams.token_circuits([copy, shuffled, mixed], ["copier", "shifter", "mixed"], names,
+                                  row_label="attended to", col_label="logit raised")
+    for k, m in enumerate((copy, shuffled, mixed)):
+        image = by_gid(fig, f"circuit-image-{k}")[f"circuit-image-{k}"]
+        np.testing.assert_array_equal(image.get_array(), m)
+        boxes = by_gid(fig, f"circuit-winners-{k}")[f"circuit-winners-{k}"].get_offsets()
+        np.testing.assert_array_equal(np.asarray(boxes), np.c_[m.argmax(axis=1), np.arange(5)])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["copier\ndiagonal wins 5 of 5 rows", "shifter\ndiagonal wins 0 of 5 rows",
+                      "mixed\ndiagonal wins 4 of 5 rows"]
+    text = figures.description(fig)
+    off = [copy[a, b] for a in range(5) for b in range(5) if a != b]
+    diag = [copy[a, a] for a in range(5)]
+    assert (f"copier: the diagonal wins 5 of 5 rows, diagonal mean {sum(diag) / 5:.2f} "
+            f"against {sum(off) / 20:.2f} elsewhere") in text
+    assert "shifter: the diagonal wins 0 of 5 rows" in text and "mixed: the diagonal wins 4 of 5 rows" in text
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == names
+
+
+def test_token_circuits_reject_mismatched_input():
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"shape \(V, V\) = \(3, 3\)"):
+        diagrams.token_circuits([np.eye(4)], ["x"], list("ABC"), row_label="r", col_label="c")
+    with pytest.raises(ValueError, match="one title per matrix"):
+        diagrams.token_circuits([np.eye(3)], ["x", "y"], list("ABC"), row_label="r", col_label="c")

@@ -41,7 +41,8 @@ ATTENTION_OTHER = ["_tile_rows"]
 DIAGRAMS_ALL = [
     "pipeline", "head_view", "vectors_2d", "soft_lookup", "projection_flow", "backward_graph", "softmax_jacobian",
     "tiled_steps",
-    "flash_loop_orders", "induction_circuit", "averaging_to_attention", "score_spread", "heads_split_merge",
+    "flash_loop_orders", "induction_circuit", "token_circuits",
+    "averaging_to_attention", "score_spread", "heads_split_merge",
     "head_patterns", "mask_and_weights", "cross_attention", "saturation", "jacobian_pile",
     "kernel_view",
 ]

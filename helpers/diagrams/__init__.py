@@ -52,7 +52,7 @@ module a picture lives in::
                   heads_split_merge, head_patterns (10: masks, cross-attention,
                   multi-head)
     memory        tiled_steps, flash_loop_orders (11: memory-efficient attention)
-    induction     induction_circuit (12: induction heads)
+    induction     induction_circuit, token_circuits (12: induction heads)
     _common       the shared colours, number format and argument checks (private)
 """
 
@@ -89,7 +89,7 @@ from .gradients import (
     score_spread,
     softmax_jacobian,
 )
-from .induction import induction_circuit
+from .induction import induction_circuit, token_circuits
 from .masks_heads import (
     averaging_to_attention,
     cross_attention,
@@ -138,6 +138,7 @@ __all__ = [
     "tiled_steps",
     "flash_loop_orders",
     "induction_circuit",
+    "token_circuits",
     "averaging_to_attention",
     "score_spread",
     "heads_split_merge",

@@ -12,7 +12,7 @@ import numpy as np
 from .. import figures
 from ._common import KEY_COLOUR, QUERY_COLOUR, _new_figure
 
-__all__ = ["induction_circuit"]
+__all__ = ["induction_circuit", "token_circuits"]
 
 
 def induction_circuit(tokens, query):
@@ -100,4 +100,73 @@ def induction_circuit(tokens, query):
         f"whose predecessor is {tokens[query]} (K-composition), and copies its token {tokens[key]} "
         "as the prediction."
     )
+    return figures.describe(fig, text)
+
+
+def token_circuits(matrices, titles, names, *, row_label, col_label):
+    """Token-to-token matrices of a few heads side by side, each row's largest entry boxed.
+
+    For a head's OV circuit (``W_E W_V W_O W_U``, rows: the token attended
+    to, columns: the logit raised) a boxed diagonal means the head *copies*;
+    for a QK circuit through a previous-token head (rows: the query's token,
+    columns: the token before the key) it means the head *matches*, looking
+    for the key whose predecessor is its own token.
+
+    Parameters
+    ----------
+    matrices : sequence of array_like, each (V, V)
+    titles : sequence of str
+        One per matrix.
+    names : sequence of str
+        The V token names, for both axes.
+    row_label, col_label : str
+        What the rows and the columns are.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With a description (:func:`helpers.figures.describe`) giving, per
+        panel, how many rows the diagonal wins and the mean of the diagonal
+        and of the rest. Artists carry gids: ``circuit-image-k`` (the matrix
+        of panel ``k``), ``circuit-winners-k`` (the boxes, one per row, at
+        each row's largest entry).
+
+    Raises
+    ------
+    ValueError
+        If the matrices are not square with one row per name, or the
+        titles do not match them in number.
+    """
+    mats = [np.asarray(m, dtype=float) for m in matrices]
+    names = [str(t) for t in names]
+    V = len(names)
+    if not mats or any(m.shape != (V, V) for m in mats):
+        raise ValueError(
+            f"matrices must each have shape (V, V) = ({V}, {V}), one row per name: "
+            f"got {[m.shape for m in mats]}"
+        )
+    if len(titles) != len(mats):
+        raise ValueError(f"titles must give one title per matrix: got {len(titles)} for {len(mats)}")
+    fig = _new_figure((3.0 * len(mats) + 0.4, 3.6))
+    axes = fig.subplots(1, len(mats), squeeze=False)[0]
+    parts = []
+    for k, (ax, m, title) in enumerate(zip(axes, mats, titles)):
+        lim = float(np.abs(m).max()) or 1.0
+        ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim, gid=f"circuit-image-{k}")
+        winners = m.argmax(axis=1)
+        wins = int((winners == np.arange(V)).sum())
+        ax.scatter(winners, np.arange(V), marker="s", s=40, facecolors="none", edgecolors="black",
+                   linewidths=1.2, gid=f"circuit-winners-{k}")
+        ax.set_xticks(range(V), labels=names, fontsize=8)
+        ax.set_yticks(range(V), labels=names, fontsize=8)
+        ax.set_xlabel(col_label)
+        if k == 0:
+            ax.set_ylabel(row_label)
+        ax.set_title(f"{title}\ndiagonal wins {wins} of {V} rows", fontsize=10)
+        off = m[~np.eye(V, dtype=bool)]
+        parts.append(f"{title}: the diagonal wins {wins} of {V} rows, diagonal mean "
+                     f"{np.diag(m).mean():.2f} against {off.mean():.2f} elsewhere")
+    fig.tight_layout()
+    text = (f"{len(mats)} token-by-token matrices (rows: {row_label}; columns: {col_label}), "
+            "red positive, blue negative, each row's largest entry boxed. " + "; ".join(parts) + ".")
     return figures.describe(fig, text)
