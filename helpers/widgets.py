@@ -221,6 +221,19 @@ def random_qkv(d_k, *, n=RANDOM_N, d_v=RANDOM_D_V, seed=0):
     return rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)), rng.standard_normal((n, d_v))
 
 
+
+def _picture_layout():
+    """The layout of an explorer's picture: its own shape, never stretched, at most 560 px tall.
+
+    The picture is an ``<img>`` whose size the page decides: without a cap a tall
+    figure filled more than a screen in the live lecture mode (1,036 px for the
+    trained-head explorer), and a box of another shape would stretch it. So the
+    height is capped, the width follows it, and ``object-fit: contain`` keeps the
+    drawn aspect ratio in any box (tests/test_rise.py measures it on a live slide).
+    """
+    return widgets.Layout(max_height="560px", max_width="100%", width="auto", height="auto",
+                          object_fit="contain")
+
 class AttentionExplorer:
     """Heatmaps of scores, weights and outputs with sliders for temperature and d_k.
 
@@ -303,7 +316,7 @@ class AttentionExplorer:
         }
         self.d_k_help = widgets.HTML()
         self.notice = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        self.image = widgets.Image(format="png", layout=_picture_layout())
         self.image_text = widgets.HTML()  # the picture in words, for a screen reader
         self.readout = widgets.HTML()
         # CSS classes name the parts for the browser test (and for custom styling).
@@ -795,7 +808,7 @@ class TrainedHeadExplorer:
                 value=1.0, base=10, min=-1.3, max=1.3, step=0.01, description="temperature T",
                 readout_format=".2f", style=style, layout=widgets.Layout(width="440px")),
         }
-        self.image = widgets.Image(format="png")
+        self.image = widgets.Image(format="png", layout=_picture_layout())
         self.image_text = widgets.HTML()  # the picture in words, for a screen reader
         self.readout = widgets.HTML()
         for name, control in self.controls.items():
