@@ -190,6 +190,8 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
                                + ", ".join(f"{name(s)} ({k} lines)" for s, k in report.joined))
     assert not report.wrapped, (f"{source.stem}: a code line wraps or a printed word splits: "
                                 + ", ".join(map(name, report.wrapped)))
+    assert not report.show_only, (f"{source.stem}: a slide whose only code is figures.show(...): "
+                                  + ", ".join(map(name, report.show_only)))
 
 
 @pytest.mark.browser

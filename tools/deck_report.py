@@ -22,6 +22,7 @@ Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the t
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ MIN_PROSE_PX = 26
 MIN_CODE_PX = 24
 MIN_PICTURE_SHARE = 0.40
 MIN_NOTES_SHARE = 0.50
+# A code cell that only shows a figure is not worth a line on a slide (issue 24: "the picture is the slide").
+SHOW_ONLY = re.compile(r"(figures\.)?show\(\s*\w+\s*\)")
 TOLERANCE_PX = 2  # sub-pixel rounding of the layout
 TIMEOUT_MS = 90_000
 WALKTHROUGHS = ("01-", "02-", "03-", "04-", "05-", "06-")
@@ -244,6 +247,12 @@ class DeckReport:
         return found
 
     @property
+    def show_only(self) -> list[dict]:
+        """Slides whose code is only ``figures.show(fig)``: the picture is the slide, its code is hidden."""
+        return [s for s in self.slides
+                if any(SHOW_ONLY.fullmatch(code.strip()) for code in s.get("code_sources", ()))]
+
+    @property
     def wrapped(self) -> list[dict]:
         """Slides with a code line that wraps, or a printed word split across two lines."""
         return [s for s in self.slides if s.get("wrapped_code_lines") or s.get("broken_words")]
@@ -289,6 +298,8 @@ class DeckReport:
             found.append(f"{self.name}: {name(s)}: notes with TeX, blank in the speaker view (write it in Unicode)")
         for s, lines in self.joined:
             found.append(f"{self.name}: {name(s)}: {lines} code lines join statements with ';'")
+        for s in self.show_only:
+            found.append(f"{self.name}: {name(s)}: its only code is figures.show(...): tag it slides-hide-code")
         for s in self.wrapped:
             found.append(f"{self.name}: {name(s)}: {s.get('wrapped_code_lines', 0)} code lines wrap; "
                          f"printed words split: {s.get('broken_words', [])[:3]}")
