@@ -34,3 +34,22 @@ else:
     )
     settings.register_profile("explore", deadline=None, max_examples=1000)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+try:
+    import numpy as _np
+    import pytest as _pytest
+except ImportError:  # pragma: no cover - both are test dependencies
+    pass
+else:
+
+    @_pytest.fixture(autouse=True)
+    def _numpy_print_options():
+        """Each test (and doctest) starts from NumPy's print options and leaves them as it found them.
+
+        A test that runs a notebook's code in this process (its set-up cell sets 4 or 3 decimals)
+        would otherwise change how a later doctest prints its arrays.
+        """
+        saved = _np.get_printoptions()
+        yield
+        _np.set_printoptions(**saved)

@@ -265,3 +265,17 @@ def test_every_explorer_slide_needs_only_the_set_up():
         read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         missing = read - _bound_names(tree) - setup - set(dir(builtins))
         assert not missing, f"{path.name}: the explorer cell {cell.source.splitlines()[0]!r} needs {missing}"
+
+
+def test_every_notebook_sets_the_offline_theme_for_the_live_mode():
+    """RISE's default theme asks Google Fonts; every deck's notebook metadata sets "white" (and friends)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import slide_metadata
+
+    assert slide_metadata.rise_problems(nbformat.v4.new_notebook()), "a notebook without settings passes"
+    for path in slide_metadata.walkthrough_notebooks():
+        nb = nbformat.read(path, as_version=4)
+        assert not slide_metadata.rise_problems(nb), path.name
+        assert nb.metadata["rise"]["theme"] == "white"
