@@ -108,8 +108,10 @@ def test_check_result_rendering_and_truth():
 # Exercise 1 of Section 5.2
 # ---------------------------------------------------------------------------
 
-EX1 = examples.load_example("section_5_2_exercise_1")
-Q1, K1, V1 = EX1.q, EX1.k, EX1.v
+# Typed here, not imported from the check module: the test states the task's matrices.
+Q1 = np.array([[1.0, 0.0], [0.0, 1.0]])
+K1 = np.array([[1.0, 0.0], [1.0, 1.0]])
+V1 = np.array([[1.0, 2.0], [3.0, 0.0]])
 
 
 def ex1(scale=1.0, axis=-1, keys=None):
@@ -117,12 +119,23 @@ def ex1(scale=1.0, axis=-1, keys=None):
     return w @ V1, w
 
 
+def test_ex1_matrices_are_the_checks_and_not_symmetric():
+    from helpers.checks import e1_section_5_2 as e1
+
+    np.testing.assert_array_equal(e1.EXERCISE_1_Q, Q1)
+    np.testing.assert_array_equal(e1.EXERCISE_1_K, K1)
+    np.testing.assert_array_equal(e1.EXERCISE_1_V, V1)
+    assert not np.allclose(K1, K1.T) and not np.allclose(V1, V1.T)
+
+
 def test_ex1_exact_and_rounded():
     out, w = ex1()
     assert_correct(check_section_5_2_exercise_1(out))
     assert_correct(check_section_5_2_exercise_1(out.round(2).tolist()))
     assert_correct(check_section_5_2_exercise_1(out, weights=w))
-    np.testing.assert_allclose(out, [[1, 0.5], [1, 1 / (1 + math.exp(-1))]])
+    e = math.e
+    # by hand: row 1 scores both keys 1, row 2 scores them 0 and 1
+    np.testing.assert_allclose(out, [[2, 1], [(1 + 3 * e) / (1 + e), 2 / (1 + e)]])
 
 
 @pytest.mark.parametrize(
@@ -131,16 +144,19 @@ def test_ex1_exact_and_rounded():
         (ex1(scale=1 / math.sqrt(2))[0], "scaled"),
         (ex1(scale=1 / 2)[0], "divided_by_d_k"),
         (ex1(axis=0)[0], "wrong_axis"),
+        (ex1(keys=K1)[0], "no_transpose"),
+        (ex1()[1] @ V1.T, "values_transposed"),
+        (V1 @ ex1()[1], "values_first"),
         (ex1()[1], "returned_weights"),
         ((Q1 @ K1.T) @ V1, "no_softmax"),
         (ex1()[0].T, "transposed"),
         (ex1()[0][:1], "wrong_shape"),
         (np.stack(ex1()), "wrong_shape"),
         (ex1()[0] + 0.1, "wrong_values"),
-        ([[1, 0.5], [1, float("nan")]], "not_finite"),
+        ([[2, 1], [2.46, float("nan")]], "not_finite"),
         (ex1()[0] + 0j, "complex"),
-        ("[[1, 0.5], [1, 0.73]]", "wrong_type"),
-        ([[1, 0.5], [1]], "wrong_type"),
+        ("[[2, 1], [2.46, 0.54]]", "wrong_type"),
+        ([[2, 1], [2]], "wrong_type"),
     ],
 )
 def test_ex1_mistakes(answer, name):
@@ -152,10 +168,12 @@ def test_ex1_scaled_hint_names_section():
     assert "unscaled" in r.message and "Section 5.2" in r.message
 
 
-def test_ex1_no_transpose_coincides_with_right_answer():
-    # K is symmetric, so Q @ K equals Q @ K.T: this mistake cannot be seen here.
-    np.testing.assert_array_equal(K1, K1.T)
-    assert_correct(check_section_5_2_exercise_1(ex1(keys=K1)[0]))
+def test_ex1_forgotten_transpose_is_seen():
+    # K is not symmetric, so Q @ K differs from Q @ K.T, and the check names it.
+    assert not np.allclose(ex1(keys=K1)[0], ex1()[0], atol=0.05)
+    r = check_section_5_2_exercise_1(ex1(keys=K1)[0])
+    assert_mistake(r, "no_transpose")
+    assert "Q K^T" in r.message
 
 
 @pytest.mark.parametrize(
@@ -164,6 +182,7 @@ def test_ex1_no_transpose_coincides_with_right_answer():
         (ex1(scale=1 / math.sqrt(2))[1], "scaled"),
         (ex1(scale=1 / 2)[1], "divided_by_d_k"),
         (ex1(axis=0)[1], "wrong_axis"),
+        (ex1(keys=K1)[1], "no_transpose"),
         (Q1 @ K1.T, "no_softmax"),
         (np.ones(3), "wrong_shape"),
     ],
@@ -231,9 +250,21 @@ def test_happy_mistakes(answer, name):
     assert_mistake(check_i_am_happy_weights(answer), name)
 
 
-def test_happy_document_rows_hint_names_tokens():
-    r = check_i_am_happy_weights(document_matrix())
-    assert "'am'" in r.message and "'happy'" in r.message and "Step 5" in r.message
+def test_happy_document_rows_message_does_not_say_which_rows():
+    # Which printed rows are wrong is the exercise's written question: the message does not answer it.
+    for rows in (["weights_row1"], ["weights_row2"], ["weights_row1", "weights_row2"]):
+        r = check_i_am_happy_weights(document_matrix(rows))
+        assert_mistake(r, "document_rows")
+        assert "Step 5" in r.message
+        assert "'am'" not in r.message and "'happy'" not in r.message and "'I'" not in r.message
+
+
+@pytest.mark.parametrize("decimals", [1, 2])
+def test_happy_scores_rounded_before_the_softmax_are_refused(decimals):
+    w = softmax(np.round(SCORES_H / math.sqrt(3), decimals))
+    for answer in (w, w.round(4)):
+        assert_mistake(check_i_am_happy_weights(answer), "rounded_scores")
+    assert_correct(check_i_am_happy_weights(W_HAPPY.round(4)))
 
 
 def test_happy_row_hint():
@@ -492,52 +523,68 @@ def test_temperature_other_cases():
 
 
 # ---------------------------------------------------------------------------
-# Exercise 2 of Section 5.2: the "cat sat mat" weights
+# Exercise 2 of Section 5.2: the weights of "The cat sat on the mat"
 # ---------------------------------------------------------------------------
 
+# The embeddings of the exercise's set-up cell, typed again here.
+EMB2 = {
+    "the": [0.1, -0.1, 0.6],
+    "cat": [0.1, -0.5, 0.4],
+    "sat": [1.3, 0.9, -0.7],
+    "on": [-1.3, -0.6, 0.0],
+    "mat": [-2.3, -0.2, -1.2],
+}
+SENTENCE2 = ["The", "cat", "sat", "on", "the", "mat"]
+X2 = np.array([EMB2[t.lower()] for t in SENTENCE2])
+SCORES_2 = X2 @ X2.T
+W_2 = softmax(SCORES_2)
+
+# "cat sat mat", for the entropy test below
 CSM = examples.load_example("cat_sat_mat")
 SCORES_CSM = CSM.q @ CSM.k.T
 W_CSM = softmax(SCORES_CSM)
 
 
-def csm_document_matrix(rows=("weights_row1", "weights_row2")):
-    return with_printed_rows(CSM, W_CSM, rows)
+def test_ex2_embeddings_are_the_checks_and_one_random_draw():
+    from helpers.checks import e1_section_5_2 as e1
+
+    assert list(e1.SENTENCE_2) == SENTENCE2
+    assert {k: list(v) for k, v in e1.EMBEDDINGS_2.items()} == EMB2
+    drawn = np.random.default_rng(0).normal(size=(5, 3)).round(1)
+    np.testing.assert_array_equal(drawn, np.array(list(EMB2.values())))
 
 
 def test_ex2_exact_and_rounded():
-    assert_correct(check_section_5_2_exercise_2(W_CSM))
-    assert_correct(check_section_5_2_exercise_2(W_CSM.round(2).tolist()))
-    # e/(e + 1 + e), 1/(2e + 1) and e^2/(2e + e^2) by hand
-    e = math.e
-    np.testing.assert_allclose(W_CSM[0], [e / (2 * e + 1), 1 / (2 * e + 1), e / (2 * e + 1)])
-    np.testing.assert_allclose(W_CSM[2], [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)])
+    assert_correct(check_section_5_2_exercise_2(W_2))
+    assert_correct(check_section_5_2_exercise_2(W_2.round(2).tolist()))
+    # "The" and "the" share an embedding: equal rows, equal columns
+    np.testing.assert_allclose(W_2[0], W_2[4])
+    np.testing.assert_allclose(W_2[:, 0], W_2[:, 4])
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
-        (csm_document_matrix(), "document_rows"),
-        (csm_document_matrix(["weights_row1"]), "document_rows"),
-        (csm_document_matrix(["weights_row2"]), "document_rows"),
-        (softmax(SCORES_CSM / math.sqrt(2)), "scaled"),
-        (softmax(SCORES_CSM / 2), "divided_by_d_k"),
-        (softmax(SCORES_CSM, axis=0), "wrong_axis"),
-        (W_CSM.T, "wrong_axis"),  # Q = K: the transpose is the column softmax
-        (SCORES_CSM, "no_softmax"),
-        (W_CSM @ CSM.v, "returned_output"),
-        (W_CSM[:2], "wrong_shape"),
-        (W_CSM + 0.05, "wrong_values"),
+        (softmax(SCORES_2 / math.sqrt(3)), "scaled"),
+        (softmax(SCORES_2 / 3), "divided_by_d_k"),
+        (softmax(SCORES_2, axis=0), "wrong_axis"),
+        (W_2.T, "wrong_axis"),  # Q = K: the transpose is the column softmax
+        (SCORES_2, "no_softmax"),
+        (softmax(SCORES_2, axis=None), "softmax_whole_matrix"),
+        (W_2 @ X2, "returned_output"),
+        (softmax(np.array(list(EMB2.values())) @ np.array(list(EMB2.values())).T), "vocabulary_rows"),
+        (softmax(X2.T @ X2), "feature_gram"),
+        (W_2[:2], "wrong_shape"),
+        (W_2 + 0.05, "wrong_values"),
         ("weights", "wrong_type"),
-        (np.full((3, 3), np.inf), "not_finite"),
+        (np.full((6, 6), np.inf), "not_finite"),
     ],
 )
 def test_ex2_mistakes(answer, name):
     assert_mistake(check_section_5_2_exercise_2(answer), name)
 
 
-def test_ex2_document_rows_names_tokens_and_not_yet():
-    r = check_section_5_2_exercise_2(csm_document_matrix())
-    assert "'sat'" in r.message and "'mat'" in r.message and "Step 2" in r.message
+def test_ex2_not_yet():
     for empty in (None, "", [], np.zeros((0, 3))):
         assert check_section_5_2_exercise_2(empty).status == "not yet"
 
@@ -565,11 +612,12 @@ def test_ex4_shared_scores_are_symmetric_psd_and_only_journey_prefers_itself():
     assert not np.allclose(separate, separate.T, atol=5e-3)
 
 
-@pytest.mark.parametrize("favourites", [["journey"], "journey", ["Journey "], [1], np.array([1]), ("journey",)])
+@pytest.mark.parametrize("favourites", [["journey"], np.array(["journey"]), ("journey",), {"journey"}])
 def test_ex4_right(favourites):
     assert_correct(check_section_5_2_exercise_4(S_SHARED))
     assert_correct(check_section_5_2_exercise_4(S_SHARED.round(2), favourites))
-    assert_correct(check_section_5_2_exercise_4(None, favourites))
+    # part (b) needs the scores of part (a): favourites alone are not checked
+    assert check_section_5_2_exercise_4(None, favourites).status == "not yet"
 
 
 @pytest.mark.parametrize(
@@ -596,12 +644,17 @@ def test_ex4_score_mistakes(answer, name):
     "favourites, name",
     [
         (JOURNEY.tokens, "every_token"),
-        (list(range(6)), "every_token"),
         ([], "no_token"),
         (["Your"], "wrong_tokens"),
         (["journey", "starts"], "wrong_tokens"),
         (["cat"], "not_tokens"),
-        ([7], "not_tokens"),
+        (["Journey"], "not_tokens"),
+        (["journey "], "not_tokens"),
+        ("journey", "bare_string"),
+        ([1], "indices"),
+        (np.array([1]), "indices"),
+        (list(range(6)), "indices"),
+        ([7], "indices"),
         ([1.0], "not_tokens"),
         (42, "not_tokens"),
     ],
@@ -723,11 +776,19 @@ def test_context_mistakes(answer, name):
     assert_mistake(check_i_am_happy_context(answer), name)
 
 
-def test_context_document_rows_messages():
-    r = check_i_am_happy_context(context_document_matrix([0]))
-    assert "'I'" in r.message and "0.5207" not in r.message and "'am'" not in r.message
-    r = check_i_am_happy_context(context_document_matrix([1, 2]))
-    assert "'am' and 'happy'" in r.message and "Step 5" in r.message
+def test_context_document_rows_messages_do_not_answer_why():
+    # Which printed rows are off, and why, is the exercise's written question.
+    for rows in ([0], [1, 2], [0, 1, 2]):
+        r = check_i_am_happy_context(context_document_matrix(rows))
+        assert_mistake(r, "document_rows")
+        for giveaway in ("'I'", "'am'", "'happy'", "0.06", "Step 5", "rounded terms", "wrong"):
+            assert giveaway not in r.message, giveaway
+
+
+def test_context_from_scores_rounded_to_one_decimal_is_refused():
+    c = softmax(np.round(SCORES_H / math.sqrt(3), 1)) @ HAPPY.v
+    assert not np.allclose(c, C_HAPPY, atol=1e-3) and np.allclose(c, C_HAPPY, atol=5e-3)
+    assert_mistake(check_i_am_happy_context(c), "rounded_scores")
 
 
 def test_context_not_yet():
@@ -754,16 +815,21 @@ def simulated_variance(d, n=100_000, seed=0):
 
 @pytest.mark.parametrize(
     "answer",
-    [(512, 22.63, 1), (512, math.sqrt(512), 1.0), (512.0, 22.6, 0.99), (np.float64(512), np.array([22.627]), 1)],
+    [(512, 22.63, 1), (512, math.sqrt(512), 1.0), (512.0, 22.627, 1.0), (np.float64(512), np.array([22.627]), 1)],
 )
 def test_why_scale_right(answer):
     assert_correct(check_why_scale_512(*answer))
 
 
-def test_why_scale_simulated_estimate_passes():
+def test_why_scale_simulated_estimate_is_refused_as_a_sample():
+    # The rule shared with E4: the task asks for the expectation, a simulation gives a sample.
     var = simulated_variance(D512, n=20_000)
-    assert abs(var - 512) / 512 < 0.03
-    assert_correct(check_why_scale_512(var, math.sqrt(var), var / D512))
+    assert 0.001 < abs(var - 512) / 512 < 0.03
+    r = check_why_scale_512(var, math.sqrt(var), var / D512)
+    assert_mistake(r, "simulated_estimate")
+    assert "expected value" in r.message and "512" not in r.message.replace(f"{var:g}", "")
+    assert_mistake(check_why_scale_512(500), "simulated_estimate")
+    assert_mistake(check_why_scale_512(512, 22.6, 1), "rounded")
 
 
 @pytest.mark.parametrize(
@@ -1291,7 +1357,7 @@ def test_failure_inside_a_check_gives_unreadable(answer):
         check_i_am_happy_weights,
         check_section_5_2_exercise_2,
         check_section_5_2_exercise_4,
-        lambda a: check_section_5_2_exercise_4(None, a),
+        lambda a: check_section_5_2_exercise_4(S_SHARED, a),
         check_attention_entropy,
         check_i_am_happy_context,
         check_why_scale_512,

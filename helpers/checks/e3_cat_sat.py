@@ -1,4 +1,13 @@
-"""Checks of E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat")."""
+"""Checks of E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat").
+
+The docstrings say what each check compares and which mistakes it names; they hold no answer.
+Worked examples are in the tests.
+
+Expected against simulated values, one rule for E3 and E4: a task that asks for a variance or
+a standard deviation asks for the **expected value computed from the formula**. An answer
+within rounding of it passes; a simulated estimate (a sample, a few per cent off) is refused
+with a message that says the task wants the expectation, not a sample.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +24,11 @@ from helpers.checks._core import (
     _incorrect,
     _match,
     _never_raise,
-    _number_verdict,
+    _not_a_number,
     _parts,
+    record,
 )
+from helpers.checks.e1_section_5_2 import _low_precision, _with_precision_note
 
 # ---------------------------------------------------------------------------
 # "cat sat" at a temperature
@@ -40,19 +51,17 @@ def _temperature_candidates(t):
     right = sm(scores / root / t)
     mistakes = [
         ("multiplied_by_temperature", sm(scores / root * t),
-         "Your weights are what multiplying the scaled scores by T gives; divide them by T instead "
-         "(a high temperature flattens the weights)."),
+         "Your weights are what multiplying the scaled scores by T gives; the temperature divides them."),
         ("forgot_temperature", sm(scores / root),
          "Your weights are the ones at T = 1: the scaling by 1/sqrt(d_k) is there, but the division "
          "by T is missing."),
         ("forgot_scaling", sm(scores / t),
-         f"You divided by T, but the scaling step is missing: divide the scores by sqrt(d_k) = "
-         f"{root:g} as well."),
+         "You divided by T, but the scaling by 1/sqrt(d_k) is missing."),
         ("forgot_both", sm(scores),
          "Your weights are softmax(Q K^T): both the scaling by 1/sqrt(d_k) and the division by T "
          "are missing."),
         ("multiplied_and_unscaled", sm(scores * t),
-         "You multiplied the scores by T and left out 1/sqrt(d_k); divide by sqrt(d_k) and by T."),
+         "You multiplied the scores by T and left out the scaling by 1/sqrt(d_k)."),
         ("divided_by_d_k", sm(scores / d_k / t),
          f"You divided the scores by d_k = {d_k}; the scaling step divides by sqrt(d_k) = {root:g}."),
         ("softmax_whole_matrix", sm((scores / root / t).ravel()).reshape(scores.shape),
@@ -98,12 +107,8 @@ def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
 
     Examples
     --------
-    >>> print(check_temperature_prediction([[0.58, 0.42], [0.42, 0.58]]))
-    ✅ correct: Right: at T = 3 the weights are softmax(Q K^T / sqrt(4) / 3).
-    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]]).mistake
-    'forgot_temperature'
-    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]], 0.5).mistake
-    'bad_temperature'
+    >>> check_temperature_prediction(None).status
+    'not yet'
     """
     t = _as_number(temperature)
     if t is None or not math.isfinite(t) or t <= 0:
@@ -119,11 +124,10 @@ def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
             "the temperature cancels the 1/sqrt(4) scaling), so this check could not tell them "
             f"apart. Use the exercise's temperature, T = {EXERCISE_TEMPERATURE:g}.",
         )
-    d_k = examples.load_example("cat_sat").q.shape[-1]
     listed = [(name, (lambda value=value: value), message) for name, value, message in mistakes]
     result = _match(weights, right, listed, what="weights", atol=HAND_ATOL)
-    return result if result is not None else _correct(
-        f"Right: at T = {t:g} the weights are softmax(Q K^T / sqrt({d_k}) / {t:g})."
+    return result if result is not None else _with_precision_note(
+        _correct(f"Right: the weights at T = {t:g}."), weights
     )
 
 
@@ -131,22 +135,60 @@ def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
 # "cat sat" (AIAYN Part 2): why scale at d_k = 512, and the initialisation
 # ---------------------------------------------------------------------------
 
-ESTIMATE_RTOL = 0.03
-"""Relative tolerance for a variance or std that may come from a simulation."""
+SAMPLE_RTOL = 0.15
+"""An answer within this relative distance of the expected value, but not within rounding of it,
+is taken for a simulated estimate (a sample) and refused as one."""
 
-INIT_RTOL = 0.01
-"""Relative tolerance for an initialisation std (three significant digits pass)."""
+
+def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint):
+    """None when ``answer`` is ``expected`` within ``atol`` (rounding), else an "incorrect" result.
+
+    The rule of E3 and E4 for expected against simulated values: within ``atol`` is the
+    expected value, written to ``decimals`` decimals or more; the expected value rounded to
+    fewer decimals gets ``rounded``; anything else within :data:`SAMPLE_RTOL` gets
+    ``simulated_estimate``. ``mistakes`` is a list of ``(name, value, message)``, each
+    matched within 1 %, before the estimate.
+    """
+    # Mistakes are matched within 1 %; none may be that close to the expected value.
+    record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, 0.01)
+    value = _as_number(answer)
+    if value is None:
+        return _not_a_number(answer, what)
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
+    if abs(value - expected) <= atol:
+        return None
+    for name, target, message in mistakes:
+        if abs(target - expected) > atol and abs(value - target) <= 0.01 * abs(target):
+            return _incorrect(name, f"Your {what} is {value:g}. {message}")
+    for fewer in range(decimals - 1, -1, -1):
+        written = abs(value - round(value, fewer)) <= 1e-12  # the answer has at most `fewer` decimals
+        close = abs(value - expected) <= min(0.5 * 10.0**-fewer + 1e-12, 0.1 * abs(expected))
+        if written and close:
+            return _incorrect(
+                "rounded",
+                f"Your {what} is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is "
+                f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
+                "computes it).",
+            )
+    if abs(value - expected) <= SAMPLE_RTOL * abs(expected):
+        return _incorrect(
+            "simulated_estimate",
+            f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
+            "sample. The task asks for the expected value, computed from the formula; use a "
+            "simulation to confirm it, not as the answer.",
+        )
+    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
 @_never_raise
 def check_why_scale_512(variance, std=None, variance_scaled=None):
-    """Check the spread of q·k at d_k = 512 for entries of mean 0 and variance 1.
+    """Check the spread of q·k for entries of mean 0 and variance 1, at the document's d_k.
 
-    ``d_k`` is that of ``load_example("cat_sat_why_scale_512")``, where
-    *AIAYN Part 2* stops at "For d_k = 512:". A dot product of d_k independent
-    products of unit variance has variance d_k = 512 and std sqrt(512) = 22.63;
-    dividing every score by sqrt(d_k) divides the variance by d_k, back to 1.
-    Simulated estimates within 3 % pass.
+    ``d_k`` is that of ``load_example("cat_sat_why_scale_512")``, where *AIAYN Part 2*
+    stops at "For d_k = 512:". Each answer is the expected value from the formula: a
+    simulated estimate is refused (see the module's rule); the std may be rounded to two
+    decimals, the variances to three.
 
     Parameters
     ----------
@@ -161,20 +203,17 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     -------
     CheckResult
         Mistakes recognised: ``gave_std`` (variance answered with the std),
-        ``already_scaled`` (an answer of 1 before scaling), ``squared``
-        (d_k^2), ``gave_variance`` (std answered with the variance),
-        ``divided_by_d_k`` (scores divided by d_k: variance 1/d_k),
-        ``variance_divided_by_sqrt`` (the variance divided by sqrt(d_k), not
-        d_k), ``not_scaled``; ``not_a_number``, ``not_finite``,
-        ``wrong_value``. Missing parts give "not yet" once the given ones are
-        right.
+        ``already_scaled`` (the value after scaling given for the one before), ``squared``,
+        ``gave_variance`` (std answered with the variance), ``divided_by_d_k`` (scores
+        divided by d_k), ``variance_divided_by_sqrt`` (the variance divided by sqrt(d_k)),
+        ``not_scaled``, ``rounded`` (too few decimals), ``simulated_estimate`` (a sample,
+        not the expectation); ``not_a_number``, ``not_finite``, ``wrong_value``. Missing
+        parts give "not yet" once the given ones are right.
 
     Examples
     --------
-    >>> print(check_why_scale_512(512, 22.63, 1))
-    ✅ correct: Right: Var(q·k) = d_k = 512, std = sqrt(512) = 22.63, and 1 after dividing by sqrt(512).
-    >>> check_why_scale_512(512, 22.63, 1 / 512).mistake
-    'divided_by_d_k'
+    >>> check_why_scale_512(None).status
+    'not yet'
     """
     d_k = int(examples.load_example("cat_sat_why_scale_512").d_k)
     var = float(d_k)  # d_k terms, each a product of two independent unit-variance entries
@@ -182,74 +221,72 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     after = var / d_k  # scores divided by sqrt(d_k): variance divided by d_k
     parts = [
         ("the variance", variance, functools.partial(
-            _number_verdict, what="variance", expected=var, rtol=ESTIMATE_RTOL,
-            hint="Each of the d_k products q_i k_i has variance 1, and the variances of independent terms add.",
+            _expected_verdict, what="variance", expected=var, atol=5e-4 * var / 512, decimals=0,
+            hint="Each of the d_k products q_i k_i has variance 1; how do the variances of independent "
+            "terms combine?",
             mistakes=[
-                ("gave_std", sd, f"{sd:.2f} is the standard deviation; the variance is its square."),
-                ("already_scaled", after, "1 is the variance after dividing by sqrt(d_k); before, the "
-                 "d_k terms' variances add up."),
-                ("squared", var * var, "The variance grows like d_k, not d_k^2: the d_k variances of 1 add up."),
+                ("gave_std", sd, "That is a standard deviation; the task asks first for the variance."),
+                ("already_scaled", after, "That is the variance after the scaling; the first number "
+                 "is the one before."),
+                ("squared", var * var, "That is d_k squared: the variances of the d_k independent "
+                 "terms add up."),
             ])),
         ("the std", std, functools.partial(
-            _number_verdict, what="standard deviation", expected=sd, rtol=ESTIMATE_RTOL,
-            hint="The standard deviation is the square root of the variance.",
+            _expected_verdict, what="standard deviation", expected=sd, atol=0.005 + 1e-9, decimals=2,
+            hint="How is a standard deviation related to a variance?",
             mistakes=[
-                ("gave_variance", var, f"{var:g} is the variance; the standard deviation is its square root."),
-                ("already_scaled", 1.0, "1 is the spread after scaling; before, the std is sqrt(d_k)."),
+                ("gave_variance", var, "That is the variance; the standard deviation is another number."),
+                ("already_scaled", 1.0, "That is the spread after the scaling; the std asked for is the "
+                 "one before."),
             ])),
         ("the variance after scaling", variance_scaled, functools.partial(
-            _number_verdict, what="variance after scaling", expected=after, rtol=ESTIMATE_RTOL,
+            _expected_verdict, what="variance after scaling", expected=after, atol=5e-4, decimals=3,
             hint="Dividing a variable by c divides its variance by c^2.",
             mistakes=[
-                ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give "
-                 "(variance 1/d_k): the scaling divides by sqrt(d_k)."),
-                ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by sqrt(d_k); "
-                 "dividing the scores by sqrt(d_k) divides their variance by d_k."),
+                ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give; "
+                 "the scaling divides them by sqrt(d_k)."),
+                ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by "
+                 "sqrt(d_k); what happens to a variance when its variable is divided by c?"),
                 ("not_scaled", var, "That is the variance before scaling."),
             ])),
     ]
-    return _parts(
+    result = _parts(
         parts,
-        done=f"Right: Var(q·k) = d_k = {d_k}, std = sqrt({d_k}) = {sd:.2f}, and 1 after dividing by sqrt({d_k}).",
+        done=f"Right: the expected variance and std of q·k at d_k = {d_k}, and the variance after scaling.",
         empty=f"No answer yet: the variance of q·k at d_k = {d_k}, its std, and the variance after scaling.",
     )
+    return _with_precision_note(result, variance, std, variance_scaled)
 
 
 @_never_raise
 def check_init_std(he_std, xavier_std=None):
     """Check the initialisation std of AIAYN Part 2's formula, and Xavier's, for d_model = 512.
 
-    The document draws W_Q, W_K, W_V from a normal with std sqrt(2/d_model) and
-    calls it "Xavier/He". With d_model = 512 (the ``d_k`` of
-    ``load_example("cat_sat_why_scale_512")``, the width the document uses)
-    that is He (Kaiming) normal, sqrt(2/fan_in) = 0.0625; Xavier (Glorot)
-    normal for a square 512 x 512 matrix is sqrt(2/(fan_in + fan_out)) =
-    0.0442.
+    The document draws W_Q, W_K, W_V from a normal with std sqrt(2/d_model) and calls it
+    "Xavier/He". ``d_model`` is the ``d_k`` of ``load_example("cat_sat_why_scale_512")``,
+    the width the document uses. Both answers are values of a formula, so the rule for
+    expected against simulated values holds: three significant digits pass, the sample
+    std of a drawn matrix is refused.
 
     Parameters
     ----------
     he_std : number
-        The std of the document's formula, sqrt(2/d_model).
+        The std of the document's formula.
     xavier_std : number, optional
-        The Xavier normal std for a 512 x 512 matrix.
+        The Xavier normal std for a square d_model x d_model matrix.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``swapped`` (He and Xavier exchanged),
-        ``variance_not_std`` (2/512 or 1/512: no square root),
-        ``xavier_without_2`` (sqrt(1/(fan_in + fan_out))),
-        ``xavier_uniform_bound`` (sqrt(6/(fan_in + fan_out)), the limit of
-        the uniform version); ``not_a_number``, ``not_finite``,
-        ``wrong_value``.
+        Mistakes recognised: ``swapped`` (He and Xavier exchanged), ``variance_not_std``
+        (no square root), ``xavier_without_2``, ``xavier_uniform_bound`` (the limit of the
+        uniform version), ``rounded``, ``simulated_estimate``; ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
-    >>> print(check_init_std(0.0625, 0.0442))
-    ✅ correct: Right: the document's sqrt(2/512) = 0.0625 is He initialisation;
-    Xavier for 512 x 512 is sqrt(2/1024) = 0.0442.
-    >>> check_init_std(0.0442, 0.0625).mistake
-    'swapped'
+    >>> check_init_std(None).status
+    'not yet'
     """
     d = int(examples.load_example("cat_sat_why_scale_512").d_k)
     fan_in = fan_out = d
@@ -257,32 +294,29 @@ def check_init_std(he_std, xavier_std=None):
     xavier = math.sqrt(2 / (fan_in + fan_out))
     parts = [
         ("the He std", he_std, functools.partial(
-            _number_verdict, what="std of the document's formula", expected=he, rtol=INIT_RTOL,
-            hint=f"Put d_model = {d} into the document's std, sqrt(2/d_model).",
+            _expected_verdict, what="std of the document's formula", expected=he, atol=5e-5, decimals=4,
+            hint=f"Use the document's formula with d_model = {d}.",
             mistakes=[
-                ("swapped", xavier, f"{xavier:.4f} is the Xavier std; the document's formula "
-                 f"sqrt(2/d_model) gives sqrt(2/{d})."),
-                ("variance_not_std", 2 / fan_in, f"2/{d} is the variance; the std is its square root."),
+                ("swapped", xavier, "That is the Xavier std; this one is the document's own formula."),
+                ("variance_not_std", 2 / fan_in, "That is a variance; the formula's square root is missing."),
             ])),
         ("the Xavier std", xavier_std, functools.partial(
-            _number_verdict, what="Xavier std", expected=xavier, rtol=INIT_RTOL,
+            _expected_verdict, what="Xavier std", expected=xavier, atol=5e-5, decimals=4,
             hint="Xavier (Glorot) normal uses std = sqrt(2/(fan_in + fan_out)).",
             mistakes=[
-                ("swapped", he, f"{he:.4f} is the document's (He) std; Xavier averages fan_in and "
-                 "fan_out: sqrt(2/(fan_in + fan_out))."),
-                ("variance_not_std", 2 / (fan_in + fan_out), "That is the variance 2/(fan_in + fan_out); "
-                 "the std is its square root."),
+                ("swapped", he, "That is the document's std; Xavier's formula uses both fan_in and fan_out."),
+                ("variance_not_std", 2 / (fan_in + fan_out), "That is a variance; the formula's square "
+                 "root is missing."),
                 ("xavier_without_2", math.sqrt(1 / (fan_in + fan_out)), "Xavier normal has a 2 in the "
-                 "numerator: sqrt(2/(fan_in + fan_out))."),
-                ("xavier_uniform_bound", math.sqrt(6 / (fan_in + fan_out)), "sqrt(6/(fan_in + fan_out)) "
-                 "is the bound of Xavier *uniform*; the normal version's std is sqrt(2/(fan_in + fan_out))."),
+                 "numerator."),
+                ("xavier_uniform_bound", math.sqrt(6 / (fan_in + fan_out)), "That is the bound of Xavier "
+                 "*uniform*; the task asks for the normal version's std."),
             ])),
     ]
-    return _parts(
+    result = _parts(
         parts,
-        done=f"Right: the document's sqrt(2/{d}) = {he:.4f} is He initialisation; Xavier for "
-        f"{d} x {d} is sqrt(2/{fan_in + fan_out}) = {xavier:.4f}.",
+        done=f"Right: the document's formula gives He initialisation's std; Xavier's for {d} x {d} is "
+        "smaller.",
         empty=f"No answer yet: the std of the document's formula for d_model = {d}, and Xavier's.",
     )
-
-
+    return _with_precision_note(result, he_std, xavier_std)
