@@ -58,7 +58,7 @@ def _temperature_candidates(t):
         ("forgot_scaling", sm(scores / t),
          "You divided by T, but the scaling by 1/sqrt(d_k) is missing."),
         ("forgot_both", sm(scores),
-         "Your weights are softmax(Q K^T): both the scaling by 1/sqrt(d_k) and the division by T "
+         "Your weights are the softmax of the raw scores: both the scaling by 1/sqrt(d_k) and the division by T "
          "are missing."),
         ("multiplied_and_unscaled", sm(scores * t),
          "You multiplied the scores by T and left out the scaling by 1/sqrt(d_k)."),
