@@ -28,7 +28,7 @@ from helpers.checks._core import (
     _parts,
     record,
 )
-from helpers.checks.e1_section_5_2 import _low_precision, _with_precision_note
+from helpers.checks.e1_section_5_2 import _with_precision_note
 
 # ---------------------------------------------------------------------------
 # "cat sat" at a temperature
