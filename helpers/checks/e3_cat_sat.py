@@ -221,7 +221,7 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     after = var / d_k  # scores divided by sqrt(d_k): variance divided by d_k
     parts = [
         ("the variance", variance, functools.partial(
-            _expected_verdict, what="variance", expected=var, atol=5e-4 * var / 512, decimals=0,
+            _expected_verdict, what="variance", expected=var, atol=5e-4, decimals=0,
             hint="Each of the d_k products q_i k_i has variance 1; how do the variances of independent "
             "terms combine?",
             mistakes=[
