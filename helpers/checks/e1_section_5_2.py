@@ -273,7 +273,7 @@ def check_flops(answer):
 # ---------------------------------------------------------------------------
 
 SENTENCE_2 = ("The", "cat", "sat", "on", "the", "mat")
-"""The sentence of E1's exercise 2, the one the section's exercise names."""
+"""The sentence of E1's exercise 2, the one of the section's attention bars."""
 
 EMBEDDINGS_2 = {
     "the": (0.1, -0.1, 0.6),
