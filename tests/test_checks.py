@@ -821,14 +821,14 @@ def test_why_scale_right(answer):
     assert_correct(check_why_scale_512(*answer))
 
 
-def test_why_scale_simulated_estimate_is_refused_as_a_sample():
+def test_why_scale_simulation_estimate_is_refused_as_a_sample():
     # The rule shared with E4: the task asks for the expectation, a simulation gives a sample.
     var = simulated_variance(D512, n=20_000)
     assert 0.001 < abs(var - 512) / 512 < 0.03
     r = check_why_scale_512(var, math.sqrt(var), var / D512)
-    assert_mistake(r, "simulated_estimate")
+    assert_mistake(r, "simulation_estimate")
     assert "expected value" in r.message and "512" not in r.message.replace(f"{var:g}", "")
-    assert_mistake(check_why_scale_512(500), "simulated_estimate")
+    assert_mistake(check_why_scale_512(500), "simulation_estimate")
     assert_mistake(check_why_scale_512(512, 22.6, 1), "rounded")
 
 
