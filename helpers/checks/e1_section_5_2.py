@@ -67,35 +67,40 @@ def _with_precision_note(result, *answers):
 
 EXERCISE_1_Q = np.array([[1.0, 0.0], [0.0, 1.0]])
 EXERCISE_1_K = np.array([[1.0, 0.0], [1.0, 1.0]])
-EXERCISE_1_V = np.array([[1.0, 2.0], [3.0, 0.0]])
-"""The matrices of E1's exercise 1. The section's own K = V = [[1, 1], [1, 0]] is symmetric, so
-Q K (the transpose forgotten) and V^T would give the right numbers; these K and V are not."""
+EXERCISE_1_V1 = np.array([1.0, 2.0])
+EXERCISE_1_TARGET = np.array([2.0, 1.0])
+"""E1's exercise 1 runs attention backwards: with these Q and K (unscaled) and the first value
+row v1, which second value row v2 makes the second query's output ``EXERCISE_1_TARGET``? Lesson
+03 computes outputs from given values; the exercise asks for the values behind an output. K is
+not symmetric, so a forgotten transpose shows."""
 
 
 @_never_raise
-def check_section_5_2_exercise_1(out, weights=None):
-    """Check Section 5.2, exercise 1: the unscaled attention output, by hand.
+def check_section_5_2_exercise_1(v2, weights=None):
+    """Check Section 5.2, exercise 1: the value row v2 behind a given output, by hand.
 
-    The matrices are :data:`EXERCISE_1_Q`, :data:`EXERCISE_1_K` and :data:`EXERCISE_1_V`
-    (neither K nor V is symmetric, so a forgotten transpose shows). Section 5.2 works
-    unscaled.
+    Q = :data:`EXERCISE_1_Q`, K = :data:`EXERCISE_1_K`, unscaled as in Section 5.2; V has
+    the rows :data:`EXERCISE_1_V1` and ``v2``, and the second query's output is to be
+    :data:`EXERCISE_1_TARGET`.
 
     Parameters
     ----------
-    out : array_like, shape (2, 2)
-        The attention output, one row per query.
+    v2 : array_like, shape (2,)
+        The second row of V.
     weights : array_like, shape (2, 2), optional
-        The attention weights as well, checked when given.
+        The attention weights (one row per query), checked when given.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised (``mistake`` names): ``scaled`` (divided the scores by
-        sqrt(d_k)), ``divided_by_d_k``, ``wrong_axis`` (softmax over the queries, axis=0),
-        ``no_transpose`` (Q K instead of Q K^T), ``values_transposed`` (weights @ V^T),
-        ``values_first`` (V @ weights), ``returned_weights`` (the weights instead of the
-        output), ``no_softmax`` (scores @ V), ``softmax_whole_matrix``, ``transposed``,
-        then ``wrong_shape`` / ``wrong_values``; ``wrong_type``, ``complex``,
+        Mistakes recognised (``mistake`` names) for ``v2``: ``scaled`` (weights from scores
+        divided by sqrt(d_k)), ``divided_by_d_k``, ``wrong_axis`` (softmax over the
+        queries), ``equal_weights`` (the first query's weights, or Q K instead of Q K^T),
+        ``weights_swapped``, ``forgot_v1`` (v1's share not taken away), ``target_as_value``
+        (the output itself, as no softmax gives), ``softmax_whole_matrix``, then
+        ``wrong_shape`` / ``wrong_values``; for ``weights``: ``scaled``,
+        ``divided_by_d_k``, ``wrong_axis``, ``no_transpose``, ``no_softmax``,
+        ``softmax_whole_matrix``, ``transposed``; ``wrong_type``, ``complex``,
         ``not_finite`` for answers that are not finite real numbers.
 
     Examples
@@ -103,76 +108,77 @@ def check_section_5_2_exercise_1(out, weights=None):
     >>> check_section_5_2_exercise_1(None).status
     'not yet'
     """
-    q, k, v = EXERCISE_1_Q, EXERCISE_1_K, EXERCISE_1_V
+    q, k, v1, target = EXERCISE_1_Q, EXERCISE_1_K, EXERCISE_1_V1, EXERCISE_1_TARGET
     d_k = q.shape[-1]
+    scores = q @ k.T
 
-    def attn(scale=1.0, axis=-1, keys=None):
-        w = attention.softmax(q @ (k.T if keys is None else keys) * scale, axis=axis)
-        return w @ v, w
+    def weights_of(scale=1.0, axis=-1, keys=None):
+        return attention.softmax(q @ (k.T if keys is None else keys) * scale, axis=axis)
 
-    out_exact, w_exact = attn()
-    whole = attention.softmax((q @ k.T).ravel()).reshape(2, 2)
-    out_mistakes = [
-        ("scaled", lambda: attn(scale=1 / math.sqrt(d_k))[0],
-         "You divided the scores by sqrt(d_k); Section 5.2 works unscaled."),
-        ("divided_by_d_k", lambda: attn(scale=1 / d_k)[0],
-         "You divided the scores by d_k; Section 5.2 does not scale at all (and the "
-         "scaled version divides by sqrt(d_k), not d_k)."),
-        ("wrong_axis", lambda: attn(axis=0)[0],
-         "Your softmax normalised the columns (axis=0); each query's row of weights should sum to 1."),
-        ("no_transpose", lambda: attn(keys=k)[0],
-         "Your scores are Q K, not Q K^T: a score pairs a row of Q with a row of K, so K is "
-         "transposed first."),
-        ("values_transposed", lambda: w_exact @ v.T,
-         "Your weights multiply V^T; they mix the rows of V, one value vector per key."),
-        ("values_first", lambda: v @ w_exact,
-         "You computed V @ weights; the weights come first, so that each query's row of weights "
-         "mixes the rows of V."),
-        ("returned_weights", lambda: w_exact,
-         "These are the attention weights; the output is one step further."),
-        ("no_softmax", lambda: (q @ k.T) @ v,
-         "You multiplied the raw scores by V; the softmax step is missing."),
-        ("softmax_whole_matrix", lambda: whole @ v,
-         "Your softmax normalised the whole score matrix at once, so all four weights sum to 1; "
-         "each row (one query) should sum to 1 on its own."),
-        ("transposed", lambda: out_exact.T,
-         "Your output is transposed: one row per query, one column per value dimension."),
+    def solve(row):
+        """v2 from the second query's weights ``row`` = (a, b): a v1 + b v2 = target."""
+        return (target - row[0] * v1) / row[1]
+
+    w_exact = weights_of()
+    exact = solve(w_exact[1])
+    whole = attention.softmax(scores.ravel()).reshape(scores.shape)
+    v2_mistakes = [
+        ("scaled", lambda: solve(weights_of(scale=1 / math.sqrt(d_k))[1]),
+         "Your v2 follows from weights whose scores were divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("divided_by_d_k", lambda: solve(weights_of(scale=1 / d_k)[1]),
+         "Your v2 follows from scores divided by d_k; Section 5.2 does not scale at all."),
+        ("wrong_axis", lambda: solve(weights_of(axis=0)[1]),
+         "Your v2 follows from a softmax over the columns (axis=0); each query's row of weights "
+         "should sum to 1."),
+        ("equal_weights", lambda: solve(w_exact[0]),
+         "Your v2 follows from equal weights on the two keys: those are the first query's weights "
+         "(or the second query's with Q K in place of Q K^T). The output asked for is the second "
+         "query's."),
+        ("weights_swapped", lambda: solve(w_exact[1][::-1]),
+         "Your v2 follows from the second query's two weights in the wrong order: which key does "
+         "each weight belong to?"),
+        ("forgot_v1", lambda: target / w_exact[1][1],
+         "Your v2 leaves out the share of the output that v1 brings: the output mixes both value rows."),
+        ("target_as_value", lambda: target,
+         "That is the output asked for; the value row behind it differs, since the output mixes v1 "
+         "and v2 (without a softmax the weights would be the raw scores, [0, 1])."),
+        ("softmax_whole_matrix", lambda: solve(whole[1]),
+         "Your v2 follows from a softmax over the whole score matrix at once; each row (one query) "
+         "should sum to 1 on its own."),
     ]
-    if not _is_empty(out):
-        result = _match(out, out_exact, out_mistakes, what="output", atol=HAND_ATOL)
+    if not _is_empty(v2):
+        result = _match(v2, exact, v2_mistakes, what="v2", atol=HAND_ATOL)
         if result is not None:
             return result
-    if weights is None or (_is_empty(weights) and _is_empty(out)):
-        if _is_empty(out):
-            return _not_yet("No output yet: compute it and pass it to this check.")
-        return _with_precision_note(_correct("Right: the unscaled attention output, as in Section 5.2."), out)
+    if weights is None or (_is_empty(weights) and _is_empty(v2)):
+        if _is_empty(v2):
+            return _not_yet("No answer yet: compute v2 and pass it to this check.")
+        return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
     w_mistakes = [
-        ("scaled", lambda: attn(scale=1 / math.sqrt(d_k))[1],
+        ("scaled", lambda: weights_of(scale=1 / math.sqrt(d_k)),
          "Your weights come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
-        ("divided_by_d_k", lambda: attn(scale=1 / d_k)[1],
+        ("divided_by_d_k", lambda: weights_of(scale=1 / d_k),
          "Your weights come from scores divided by d_k; Section 5.2 does not scale."),
-        ("wrong_axis", lambda: attn(axis=0)[1],
+        ("wrong_axis", lambda: weights_of(axis=0),
          "Your softmax normalised the columns (axis=0); each row (one query) should sum to 1."),
-        ("no_transpose", lambda: attn(keys=k)[1],
+        ("no_transpose", lambda: weights_of(keys=k),
          "Your weights come from Q K, not Q K^T: a score pairs a row of Q with a row of K."),
-        ("no_softmax", lambda: q @ k.T,
+        ("no_softmax", lambda: scores,
          "These are the raw scores; the weights are one step further."),
         ("softmax_whole_matrix", lambda: whole,
          "Your weights add up to 1 over the whole matrix; each row (one query) should sum to 1 on its own."),
         ("transposed", lambda: w_exact.T, "Your weights are transposed: one row per query."),
     ]
     w_result = _match(weights, w_exact, w_mistakes, what="weights", atol=HAND_ATOL)
-    if _is_empty(out):
+    if _is_empty(v2):
         if w_result is None:
-            return _not_yet("Your weights are right; now compute the output from them.")
+            return _not_yet("Your weights are right; now find v2 from them.")
         return w_result
     if w_result is None:
-        return _with_precision_note(
-            _correct("Right: the weights and the output, unscaled as in Section 5.2."), out, weights
-        )
+        return _with_precision_note(_correct("Right: the weights, and the value row behind the output."), v2, weights)
     if w_result.status == "not yet":
-        return _with_precision_note(_correct("Right: the unscaled attention output, as in Section 5.2."), out)
-    return CheckResult(w_result.status, "Your output is right, but: " + w_result.message, w_result.mistake)
+        return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
+    return CheckResult(w_result.status, "Your v2 is right, but: " + w_result.message, w_result.mistake)
 
 
 # ---------------------------------------------------------------------------
@@ -180,32 +186,35 @@ def check_section_5_2_exercise_1(out, weights=None):
 # ---------------------------------------------------------------------------
 
 
+FLOP_BUDGET = 10**12
+"""E1's exercise 3 asks for the longest sequence whose two products fit this many FLOPs at the
+``exercise_3_d`` of ``load_example("complexity_5_2")``. Lesson 03 counts the FLOPs of given
+sizes; the exercise runs the count backwards."""
+
+
 @_never_raise
 def check_flops(answer):
-    """Check Section 5.2, exercise 3: the FLOPs of attention for the ``exercise_3_n`` and
-    ``exercise_3_d`` of ``load_example("complexity_5_2").given``.
+    """Check Section 5.2, exercise 3: the largest n whose attention fits :data:`FLOP_BUDGET`.
 
-    The convention of :func:`helpers.attention.attention_flops`: a multiply-add is 2 FLOPs,
-    both matrix products are counted and the softmax is left out; answers within 2.5 % of
-    that count are accepted (the softmax's few n^2 operations may be added).
-
-    A count of multiply-adds (half the FLOPs) is marked **incorrect**
-    (``multiply_adds_or_one_matmul``), because the exercise asks for floating-point
-    operations; the message says that the same number is also one product's FLOPs.
+    d_k = d_v = d is the ``exercise_3_d`` of ``load_example("complexity_5_2").given``;
+    the count is that of :func:`helpers.attention.attention_flops` (a multiply-add is 2
+    FLOPs, both matrix products are counted, the softmax is left out), and n is a whole
+    number of tokens.
 
     Parameters
     ----------
     answer : number
-        A Python or NumPy number (``2_000`` and ``2e3`` are numbers). Text is refused with
-        a hint on writing it as a number.
+        A whole number (``22_000``, ``2.2e4`` and a NumPy integer are numbers). Text is
+        refused with a hint on writing it as a number.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``multiply_adds_or_one_matmul``, ``n_d_swapped`` (n and d
-        exchanged), ``n2d_only`` (one product's multiply-adds), ``counted_scores`` (the
-        number of scores), ``precision`` (a float16 number, which cannot hold the count),
-        ``not_a_number``, ``not_finite``, ``wrong_value``.
+        Mistakes recognised: ``over_budget`` (one token too many), ``not_whole`` (a
+        fraction of a token), ``multiply_adds_or_one_product`` (a multiply-add counted
+        once, or one product counted), ``one_product_multiply_adds``, ``n_d_swapped``,
+        ``no_square_root`` (n^2 given for n), ``precision`` (a float16 number), ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
@@ -213,58 +222,70 @@ def check_flops(answer):
     'not_a_number'
     """
     if _is_empty(answer):
-        return _not_yet("No answer yet: how many floating-point operations?")
+        return _not_yet("No answer yet: how many tokens?")
     if _low_precision(answer) == np.dtype(np.float16):
         return _incorrect(
             "precision",
-            "Your count is a float16 number, which cannot hold numbers above 65504 (it becomes "
-            "inf) and keeps only about 3 significant digits. Give a Python int or float, or float64.",
+            "Your answer is a float16 number, which keeps only about 3 significant digits. Give a "
+            "Python int, or a NumPy int64 or float64.",
         )
     value = _as_number(answer)
     if value is None:
-        return _not_a_number(answer, "count")
+        return _not_a_number(answer, "number of tokens")
     if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your count ({value}) is not a finite number.")
-    given = examples.load_example("complexity_5_2").given
-    n, d = int(given["exercise_3_n"]), int(given["exercise_3_d"])
-    exact = attention.attention_flops(n, n, d, d)
+        return _incorrect("not_finite", f"Your number of tokens ({value}) is not a finite number.")
+    d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
+    budget = FLOP_BUDGET
 
-    def near(x, rtol):
-        return abs(value - x) <= rtol * abs(x)
+    def largest(cost_of_n_squared):
+        """The largest whole n with cost_of_n_squared * n^2 <= budget."""
+        n = math.isqrt(budget // cost_of_n_squared)
+        while (n + 1) ** 2 * cost_of_n_squared <= budget:
+            n += 1
+        return n
 
-    wrote = f"You wrote {value:,.0f}"
-    mistakes = [
-        (exact // 2, "multiply_adds_or_one_matmul",
-         f"{wrote}. That is right as a count of multiply-adds, but the exercise counts a "
-         "multiply-add as two operations. It is also what only one of the two products costs in "
-         "FLOPs; the exercise counts both."),
-        (4 * n * d * d, "n_d_swapped",
-         f"{wrote}, which is 4 n d^2: n and d are swapped. Look again at the shape of Q K^T and at "
-         "the length of each dot product in it."),
-        (n * n * d, "n2d_only",
-         f"{wrote}, which is n^2 d: the multiply-adds of one product only. The exercise counts both "
-         "products, and a multiply-add as two operations."),
-        (n * n, "counted_scores",
-         f"{wrote}, which is n^2: the number of scores (query-key pairs), not of operations. Each "
-         "score is a dot product, and the product with V costs operations too."),
-        (n * d * d, "n_d_swapped",
-         f"{wrote}, which is n d^2: n and d are swapped, and one product's multiply-adds only. "
-         "Look again at the shape of Q K^T and at the length of each dot product in it."),
-    ]
-    record("number", "count", exact, [(name, target) for target, name, _ in mistakes], 0.0, 0.01)
-    # The right count within 2.5 % (a softmax term may be added); a mistake within 1 %, so that
-    # 4 n d^2, 2.4 % from the right count, is named for what it is.
-    if near(exact, 0.025):
+    exact = largest(4 * d)
+    assert attention.attention_flops(exact, exact, d, d) <= budget < attention.attention_flops(
+        exact + 1, exact + 1, d, d
+    )
+    record("number", "number of tokens", exact, [], 0.0, 0.0)
+    if value == exact:
         return _with_precision_note(
-            _correct(f"Right: {exact:,} FLOPs for the two products (2 FLOPs per multiply-add)."), answer
+            _correct(f"Right: {exact:,} tokens; one more and the two products cost more than "
+                     f"{budget:,} FLOPs."), answer
         )
+    if value == exact + 1:
+        return _incorrect(
+            "over_budget",
+            f"With {exact + 1:,} tokens the two products cost more than the budget: the task asks for "
+            "the largest n that stays within it.",
+        )
+    if abs(value - math.sqrt(budget / (4 * d))) < 1 and value != round(value):
+        return _incorrect(
+            "not_whole",
+            f"You wrote {value:g}, a fraction of a token: n counts tokens, so give the largest whole "
+            "number that stays within the budget.",
+        )
+    mistakes = [
+        (largest(2 * d), "multiply_adds_or_one_product",
+         "That n fits the budget if a multiply-add counts as one operation, or with one product's "
+         "FLOPs: the exercise counts both products, and a multiply-add as two operations."),
+        (largest(d), "one_product_multiply_adds",
+         "That n fits the budget with one product's multiply-adds: the exercise counts both products, "
+         "and a multiply-add as two operations."),
+        (budget / (4 * d * d), "n_d_swapped",
+         "That n comes from 4 n d^2: n and d are swapped. Look again at the shape of Q K^T and at "
+         "the length of each dot product in it."),
+        (budget / (4 * d), "no_square_root",
+         "That is the budget divided by 4 d, which is n^2, not n."),
+    ]
     for target, name, message in mistakes:
-        if near(target, 0.01):
-            return _incorrect(name, message)
+        if abs(value - target) <= max(1.0, 1e-6 * abs(target)):
+            return _incorrect(name, f"You wrote {value:,.0f}. {message}")
     return _incorrect(
         "wrong_value",
-        f"You wrote {value:,.0f}, which is not the count. Work out what one entry of Q K^T costs, "
-        "how many entries there are, and do the same for the product with V.",
+        f"You wrote {value:,.0f}, which is not that n. Write the cost of attention as a function of "
+        "n and d first, as lesson 03 counts it.",
     )
 
 

@@ -1,8 +1,11 @@
-"""Checks of E2, *Day 43 - Scaled Dot-Product Attention Deep Dive* ("I am happy").
+"""Checks of E2, *Day 43 - Scaled Dot-Product Attention Deep Dive* ("I am happy"), one step on.
+
+Lesson 01 computes the weights and context vectors of "I am happy" itself, so the exercises
+add a fourth token, "today" (:data:`TODAY`), and ask for the weights and context vectors of
+the four tokens: the same computation, on an example no lesson has worked.
 
 The docstrings say what each check compares and which mistakes it names; they hold no answer.
-Worked examples are in the tests. The messages never say which of the document's printed rows
-are wrong or why: that is the exercises' written question.
+Worked examples are in the tests. The messages never answer the exercises' written questions.
 """
 
 from __future__ import annotations
@@ -15,9 +18,7 @@ from helpers import attention, examples
 from helpers.checks._core import (
     HAND_ATOL,
     _as_real_array,
-    _close,
     _correct,
-    _document_rows,
     _incorrect,
     _match,
     _never_raise,
@@ -66,107 +67,135 @@ _ROUNDED_MESSAGE = (
     "digit until the end, and round only what you print."
 )
 
-_DOCUMENT_MESSAGE = (
-    "Some of your rows are the document's printed {step} rows, copied rather than computed. "
-    "Compute every row yourself; comparing your rows with the printed ones is the exercise's "
-    "question."
-)
+TODAY = (1.0, 1.1, 1.2)
+"""The embedding of "today", the fourth token of E2's "I am happy today": the next step of the
+example's pattern, each token 0.3 further along every axis."""
+
+
+def _four_tokens():
+    """X of "I am happy today" (4, 3), and X of "I am happy" (3, 3); Q = K = V = X."""
+    x3 = np.asarray(examples.load_example("i_am_happy").q, dtype=float)
+    return np.vstack([x3, np.asarray(TODAY)[None, :]]), x3
+
+
+def _shape_mistakes(x, x3, then):
+    """The mistakes of shape: "today" left out, or used on one side only.
+
+    ``then(queries, keys)`` turns the queries and keys (Q = K = V here) into the answer.
+    """
+    return [
+        ("three_tokens", lambda: then(x3, x3),
+         "These are for the three tokens of \"I am happy\", as in lesson 01; the exercise adds "
+         "\"today\", so there are four tokens, each a query and a key."),
+        ("today_not_a_key", lambda: then(x, x3),
+         "\"today\" is one of your queries but none of your keys: every token is both."),
+        ("today_not_a_query", lambda: then(x3, x),
+         "\"today\" is one of your keys but none of your queries: every token is both."),
+    ]
 
 # ---------------------------------------------------------------------------
-# "I am happy": the exact weights
+# "I am happy today": the exact weights
 # ---------------------------------------------------------------------------
 
 
 @_never_raise
 def check_i_am_happy_weights(weights):
-    """Check the exact 3x3 attention weights of "I am happy" (scaled, d_k = 3).
+    """Check the exact 4x4 attention weights of "I am happy today" (scaled, d_k = 3).
+
+    The three embeddings of ``load_example("i_am_happy")`` and :data:`TODAY`, with
+    Q = K = V = X as in the document.
 
     Parameters
     ----------
-    weights : array_like, shape (3, 3)
+    weights : array_like, shape (4, 4)
         The scaled attention weights, one row per query.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``document_rows`` (some rows copied from the document's
-        printed Step 5), ``rounded_scores`` (scores rounded before the softmax, or sqrt(3)
-        rounded), ``unscaled``, ``divided_by_d_k``, ``wrong_axis`` (``transposed``
-        coincides with it here, since Q = K), ``softmax_whole_matrix``, then
-        ``wrong_shape`` / ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
+        Mistakes recognised: ``three_tokens`` (a 3x3 answer: "I am happy" without
+        "today"), ``today_not_a_key``, ``today_not_a_query``, ``rounded_scores`` (scores
+        rounded before the softmax, or sqrt(3) rounded), ``unscaled``, ``divided_by_d_k``,
+        ``wrong_axis`` (``transposed`` coincides with it here, since Q = K),
+        ``softmax_whole_matrix``, ``returned_scores``, then ``wrong_shape`` /
+        ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
 
     Examples
     --------
     >>> check_i_am_happy_weights(None).status
     'not yet'
     """
-    ex = examples.load_example("i_am_happy")
-    q, k = ex.q, ex.k
-    d_k = q.shape[-1]
-    scores = q @ k.T
-    exact = attention.softmax(scores / math.sqrt(d_k))
+    x, x3 = _four_tokens()
+    d_k = x.shape[-1]
+    root = math.sqrt(d_k)
+    scores = x @ x.T
+    exact = attention.softmax(scores / root)
     arr, result = _as_real_array(weights, "weights")
     if result is not None:
         return result
-    if arr.shape == exact.shape and not _close(arr, exact, HAND_ATOL):
-        if _document_rows(arr, ex, ("weights_row1", "weights_row2"), exact, HAND_ATOL):
-            return _incorrect("document_rows", _DOCUMENT_MESSAGE.format(step="Step 5"))
     if _from_rounded_scores(arr, exact, _rounded_score_variants(scores, d_k)):
         return _incorrect("rounded_scores", _ROUNDED_MESSAGE.format(what="weights"))
-    mistakes = [
+    mistakes = _shape_mistakes(x, x3, lambda q, k: attention.softmax(q @ k.T / root)) + [
         ("unscaled", lambda: attention.softmax(scores),
          "Your weights come from scores that were not divided by sqrt(d_k) = sqrt(3)."),
         ("divided_by_d_k", lambda: attention.softmax(scores / d_k),
          "You divided the scores by d_k = 3; the scaling divides by sqrt(d_k)."),
-        ("wrong_axis", lambda: attention.softmax(scores / math.sqrt(d_k), axis=0),
+        ("wrong_axis", lambda: attention.softmax(scores / root, axis=0),
          "Your softmax normalised the columns (axis=0); each row (one query) should sum to 1."),
-        ("softmax_whole_matrix", lambda: attention.softmax((scores / math.sqrt(d_k)).ravel()).reshape(3, 3),
-         "Your softmax normalised the whole matrix at once, so all nine weights sum to 1; each row "
-         "(one query) should sum to 1 on its own."),
+        ("softmax_whole_matrix", lambda: attention.softmax((scores / root).ravel()).reshape(scores.shape),
+         "Your softmax normalised the whole matrix at once, so all sixteen weights sum to 1; each "
+         "row (one query) should sum to 1 on its own."),
+        ("returned_scores", lambda: scores / root,
+         "These are the scaled scores; the weights are one step further."),
     ]
     result = _match(arr, exact, mistakes, what="weights", atol=HAND_ATOL)
+    if result is not None and result.mistake == "wrong_shape" and arr.shape == (len(x3), len(x3)):
+        return _incorrect("three_tokens", mistakes[0][2])
     # Not ``result or ...``: an incorrect CheckResult is falsy.
     return result if result is not None else _with_precision_note(
-        _correct("Right: the exact scaled weights, row by row."), weights
+        _correct("Right: the exact scaled weights of the four tokens, row by row."), weights
     )
 
 
 # ---------------------------------------------------------------------------
-# "I am happy": the Step 6 context vectors
+# "I am happy today": the context vectors
 # ---------------------------------------------------------------------------
 
 
 @_never_raise
 def check_i_am_happy_context(context):
-    """Check the exact context vectors of "I am happy" (scaled attention, d_k = 3).
+    """Check the exact context vectors of "I am happy today" (scaled attention, d_k = 3).
+
+    The three embeddings of ``load_example("i_am_happy")`` and :data:`TODAY`, with
+    Q = K = V = X.
 
     Parameters
     ----------
-    context : array_like, shape (3, 3)
+    context : array_like, shape (4, 3)
         One context vector per token (row), exact, not built on rounded weights.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``unscaled``, ``divided_by_d_k``, ``wrong_axis`` (softmax
-        over the queries), ``softmax_whole_matrix``, ``returned_weights``, ``no_softmax``
-        (scaled scores @ V), ``transposed``, ``values_first`` (V @ weights),
-        ``wrong_shape``, then ``rounded_scores`` (scores rounded before the softmax) and
-        ``document_rows`` (some rows copied from the document's printed Step 6, or built
-        on its printed Step 5 weights) before ``wrong_values``; ``wrong_type``,
-        ``complex``, ``not_finite``. The whole-matrix mistakes come first because one row
-        of the mistake "divided by d_k" equals a printed row.
+        Mistakes recognised: ``three_tokens`` (a 3x3 answer: "I am happy" without
+        "today"), ``today_not_a_key`` (also: "today" left out of the values),
+        ``today_not_a_query``, ``rounded_scores`` (scores rounded before the softmax),
+        ``unscaled``, ``divided_by_d_k``, ``wrong_axis`` (softmax over the queries),
+        ``softmax_whole_matrix``, ``returned_weights``, ``no_softmax`` (scaled scores @ V),
+        ``transposed``, then ``wrong_shape`` / ``wrong_values``; ``wrong_type``,
+        ``complex``, ``not_finite``.
 
     Examples
     --------
     >>> check_i_am_happy_context(None).status
     'not yet'
     """
-    ex = examples.load_example("i_am_happy")
-    q, k, v = ex.q, ex.k, ex.v
-    d_k = q.shape[-1]
-    scores = q @ k.T
-    scaled = scores / math.sqrt(d_k)
+    x, x3 = _four_tokens()
+    v = x
+    d_k = x.shape[-1]
+    root = math.sqrt(d_k)
+    scores = x @ x.T
+    scaled = scores / root
     weights = attention.softmax(scaled)
     exact = weights @ v
     arr, result = _as_real_array(context, "context vectors")
@@ -174,14 +203,14 @@ def check_i_am_happy_context(context):
         return result
     if _from_rounded_scores(arr, exact, _rounded_score_variants(scores, d_k), then=lambda w: w @ v):
         return _incorrect("rounded_scores", _ROUNDED_MESSAGE.format(what="context vectors"))
-    mistakes = [
+    mistakes = _shape_mistakes(x, x3, lambda q, k: attention.softmax(q @ k.T / root) @ k) + [
         ("unscaled", lambda: attention.softmax(scores) @ v,
          "Your context vectors come from scores that were not divided by sqrt(d_k) = sqrt(3)."),
         ("divided_by_d_k", lambda: attention.softmax(scores / d_k) @ v,
          "You divided the scores by d_k = 3; the scaling divides by sqrt(d_k)."),
         ("wrong_axis", lambda: attention.softmax(scaled, axis=0) @ v,
          "Your softmax normalised the columns (axis=0); each row of weights (one query) should sum to 1."),
-        ("softmax_whole_matrix", lambda: attention.softmax(scaled.ravel()).reshape(3, 3) @ v,
+        ("softmax_whole_matrix", lambda: attention.softmax(scaled.ravel()).reshape(scores.shape) @ v,
          "Your softmax normalised the whole score matrix at once; each row of weights (one query) "
          "should sum to 1 on its own."),
         ("returned_weights", lambda: weights,
@@ -190,15 +219,10 @@ def check_i_am_happy_context(context):
          "You multiplied the scaled scores by V; the softmax step is missing."),
         ("transposed", lambda: exact.T,
          "Your matrix is transposed: one row per token (query), one column per value dimension."),
-        ("values_first", lambda: v @ weights,
-         "You computed V @ weights; the weights come first, so that each row mixes the rows of V."),
     ]
     result = _match(arr, exact, mistakes, what="context vectors", atol=HAND_ATOL)
-    if result is not None and result.mistake == "wrong_values":
-        # Checked after the whole-matrix mistakes: one row of softmax(Q K^T / d_k) V
-        # happens to equal the document's printed row for 'am'.
-        if _document_rows(arr, ex, ("context_row0", "context_row1", "context_row2"), exact, HAND_ATOL):
-            return _incorrect("document_rows", _DOCUMENT_MESSAGE.format(step="Step 6"))
+    if result is not None and result.mistake == "wrong_shape" and arr.shape == x3.shape:
+        return _incorrect("three_tokens", mistakes[0][2])
     return result if result is not None else _with_precision_note(
-        _correct("Right: the exact context vectors, one row per token."), context
+        _correct("Right: the exact context vectors of the four tokens, one row per token."), context
     )

@@ -15,120 +15,100 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-
-from helpers import attention, examples
+from helpers import examples
 from helpers.checks._core import (
-    HAND_ATOL,
     _as_number,
     _correct,
     _incorrect,
-    _match,
+    _is_empty,
     _never_raise,
     _not_a_number,
+    _not_yet,
     _parts,
     record,
 )
 from helpers.checks.e1_section_5_2 import _with_precision_note
 
 # ---------------------------------------------------------------------------
-# "cat sat" at a temperature
+# "cat sat": the temperature that gives a weight
 # ---------------------------------------------------------------------------
 
 
-EXERCISE_TEMPERATURE = 3.0
-"""The temperature of E3's exercise 1. With d_k = 4, 1/sqrt(d_k) = 0.5: at T = 0.5 the
-temperature and the scaling cancel, and at T = 2 forgetting one looks like forgetting the
-other; at T = 3 every mistake below gives its own weights."""
+TARGET_WEIGHT = 0.9
+"""E3's exercise 1 asks for the temperature at which "cat" gives itself this weight. Lesson 02
+computes the weights at given temperatures; the exercise runs the softmax backwards."""
 
 
-def _temperature_candidates(t):
-    """The right "cat sat" weights at temperature ``t`` and the weights of each mistake."""
+def _temperature_candidates(p):
+    """The temperature at which "cat" gives itself weight ``p``, and each mistake's temperature."""
     ex = examples.load_example("cat_sat")
     scores = ex.q @ ex.k.T
     d_k = ex.q.shape[-1]
     root = math.sqrt(d_k)
-    sm = attention.softmax
-    right = sm(scores / root / t)
+    gap = float(scores[0, 0] - scores[0, 1])  # the raw score gap between "cat" and "sat"
+    logit = math.log(p / (1 - p))
+    right = gap / root / logit
     mistakes = [
-        ("multiplied_by_temperature", sm(scores / root * t),
-         "Your weights are what multiplying the scaled scores by T gives; the temperature divides them."),
-        ("forgot_temperature", sm(scores / root),
-         "Your weights are the ones at T = 1: the scaling by 1/sqrt(d_k) is there, but the division "
-         "by T is missing."),
-        ("forgot_scaling", sm(scores / t),
-         "You divided by T, but the scaling by 1/sqrt(d_k) is missing."),
-        ("forgot_both", sm(scores),
-         "Your weights are the softmax of the raw scores: both the scaling by 1/sqrt(d_k) and the division by T "
-         "are missing."),
-        ("multiplied_and_unscaled", sm(scores * t),
-         "You multiplied the scores by T and left out the scaling by 1/sqrt(d_k)."),
-        ("divided_by_d_k", sm(scores / d_k / t),
-         f"You divided the scores by d_k = {d_k}; the scaling step divides by sqrt(d_k) = {root:g}."),
-        ("softmax_whole_matrix", sm((scores / root / t).ravel()).reshape(scores.shape),
-         "Your softmax normalised the whole matrix at once; each row (one query) should sum to 1."),
+        ("forgot_scaling", gap / logit,
+         "Your temperature is the one the raw scores would need: the scaling by 1/sqrt(d_k) is missing."),
+        ("multiplied_by_temperature", logit / (gap / root),
+         "Your temperature is the one that works if T multiplies the scaled scores; it divides them."),
+        ("multiplied_and_unscaled", logit / gap,
+         "You multiplied the raw scores by T and left out the scaling by 1/sqrt(d_k)."),
+        ("divided_by_d_k", gap / d_k / logit,
+         f"Your temperature follows from scores divided by d_k = {d_k}; the scaling divides by "
+         f"sqrt(d_k) = {root:g}."),
+        ("log10", gap / root / math.log10(p / (1 - p)),
+         "You used log base 10; the softmax uses e, so its inverse is the natural logarithm."),
+        ("no_log", gap / root / (p / (1 - p)),
+         "You used the ratio of the two weights where the softmax needs its logarithm: the weights "
+         "are exponentials of the scores."),
+        ("log_of_weight", -gap / root / math.log(p),
+         "You used log of the weight alone; the softmax fixes the ratio of the two weights, not one "
+         "weight on its own."),
+        ("other_token", -right,
+         f"A negative temperature: that gives \"sat\" the weight {p:g}, not \"cat\". T is greater than 0."),
     ]
     return right, mistakes
 
 
-def _distinct(values, atol):
-    """True when no two arrays of ``values`` agree within ``atol``."""
-    return all(
-        not np.allclose(a, b, rtol=0, atol=atol)
-        for i, a in enumerate(values) for b in values[i + 1:]
-    )
-
-
 @_never_raise
-def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
-    """Check predicted "cat sat" weights at a temperature: softmax(Q K^T / sqrt(d_k) / T).
+def check_temperature_prediction(temperature):
+    """Check the temperature T at which "cat" gives itself weight :data:`TARGET_WEIGHT`.
 
-    The exercise uses T = 3 (:data:`EXERCISE_TEMPERATURE`). Another temperature
-    is accepted only if the right answer and every mistake below still give
-    different weights there; at T = 0.5, where T cancels 1/sqrt(4), or T = 2,
-    where forgetting T looks like forgetting the scaling, the check says so.
+    "cat sat" (``load_example("cat_sat")``) with weights softmax(Q K^T / sqrt(d_k) / T).
+    The task asks for T to at least three decimals; an answer within 5e-4 passes, a
+    coarser one (a grid search or a two-decimal answer) is named as rounded.
 
     Parameters
     ----------
-    weights : array_like, shape (2, 2)
-        The predicted weights, one row per query.
-    temperature : float, optional
-        The temperature T (finite, > 0); 3 by default.
+    temperature : number
+        The temperature T.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``multiplied_by_temperature``,
-        ``forgot_temperature``, ``forgot_scaling``, ``forgot_both``,
-        ``multiplied_and_unscaled``, ``divided_by_d_k``,
-        ``softmax_whole_matrix``, then ``wrong_shape`` / ``wrong_values``;
-        ``bad_temperature`` when T is not a finite number > 0 or makes two of
-        them coincide; ``wrong_type``, ``complex``, ``not_finite``. Softmax
-        over the wrong axis is not listed: Q = K makes the weights symmetric.
+        Mistakes recognised: ``forgot_scaling``, ``multiplied_by_temperature``,
+        ``multiplied_and_unscaled``, ``divided_by_d_k``, ``log10``, ``no_log``,
+        ``log_of_weight``, ``other_token`` (a negative T), ``rounded``; ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
     >>> check_temperature_prediction(None).status
     'not yet'
     """
-    t = _as_number(temperature)
-    if t is None or not math.isfinite(t) or t <= 0:
-        return _incorrect(
-            "bad_temperature",
-            f"The temperature must be a number greater than 0; got {temperature!r}.",
-        )
-    right, mistakes = _temperature_candidates(t)
-    if not _distinct([right] + [m[1] for m in mistakes], 2 * HAND_ATOL):
-        return _incorrect(
-            "bad_temperature",
-            f"At T = {t:g} two different mistakes give the same weights (at T = 0.5, for example, "
-            "the temperature cancels the 1/sqrt(4) scaling), so this check could not tell them "
-            f"apart. Use the exercise's temperature, T = {EXERCISE_TEMPERATURE:g}.",
-        )
-    listed = [(name, (lambda value=value: value), message) for name, value, message in mistakes]
-    result = _match(weights, right, listed, what="weights", atol=HAND_ATOL)
+    if _is_empty(temperature):
+        return _not_yet("No answer yet: the temperature T.")
+    right, mistakes = _temperature_candidates(TARGET_WEIGHT)
+    result = _expected_verdict(
+        temperature, what="temperature", expected=right, atol=5e-4, decimals=3,
+        hint="At that temperature the softmax of \"cat\"'s row gives itself the weight asked for; write "
+        "that weight with the two scaled scores and T, and solve for T.",
+        mistakes=mistakes, sample=False,
+    )
     return result if result is not None else _with_precision_note(
-        _correct(f"Right: the weights at T = {t:g}."), weights
+        _correct(f"Right: at this temperature \"cat\" gives itself the weight {TARGET_WEIGHT:g}."), temperature
     )
 
 
@@ -141,14 +121,15 @@ SAMPLE_RTOL = 0.3
 is taken for a simulated estimate (a sample) and refused as one."""
 
 
-def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint):
+def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint, sample=True):
     """None when ``answer`` is ``expected`` within ``atol`` (rounding), else an "incorrect" result.
 
     The rule of E3 and E4 for expected against simulated values: within ``atol`` is the
     expected value, written to ``decimals`` decimals or more; the expected value rounded to
     fewer decimals gets ``rounded``; anything else within :data:`SAMPLE_RTOL` gets
-    ``simulation_estimate``. ``mistakes`` is a list of ``(name, value, message)``, each
-    matched within 1 %, before the estimate.
+    ``simulation_estimate`` (unless ``sample`` is false: an answer that is not a variance or
+    a standard deviation is never a sample). ``mistakes`` is a list of ``(name, value,
+    message)``, each matched within 1 %, before the estimate.
     """
     # Mistakes are matched within 1 %; none may be that close to the expected value.
     record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, 0.01)
@@ -172,7 +153,7 @@ def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint)
                 f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
                 "computes it).",
             )
-    if abs(value - expected) <= SAMPLE_RTOL * abs(expected):
+    if sample and abs(value - expected) <= SAMPLE_RTOL * abs(expected):
         return _incorrect(
             "simulation_estimate",
             f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
@@ -182,14 +163,26 @@ def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint)
     return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
+STD_Q = 1.5
+STD_K = 0.8
+"""The standard deviations of the entries of q and k in E3's exercise 2. Lesson 02 works out the
+spread of q·k for entries of variance 1; the exercise asks what the scaling does when they are not."""
+
+D_HEAD = 64
+"""The width of one head's W^Q in E3's exercise 3: d_model = 512 split over 8 heads, as in the
+original Transformer paper (Vaswani et al., 2017)."""
+
+
 @_never_raise
 def check_why_scale_512(variance, std=None, variance_scaled=None):
-    """Check the spread of q·k for entries of mean 0 and variance 1, at the document's d_k.
+    """Check the spread of q·k at the document's d_k when the entries are not of unit variance.
 
     ``d_k`` is that of ``load_example("cat_sat_why_scale_512")``, where *AIAYN Part 2*
-    stops at "For d_k = 512:". Each answer is the expected value from the formula: a
-    simulated estimate is refused (see the module's rule); the std may be rounded to two
-    decimals, the variances to three.
+    stops at "For d_k = 512:"; the entries of q and k are independent, of mean 0, with
+    standard deviations :data:`STD_Q` and :data:`STD_K`. Each answer is the expected value
+    from the formula: a simulated estimate is refused (see the module's rule); the
+    variances may be rounded to two decimals, the std to two, the variance after scaling
+    to three.
 
     Parameters
     ----------
@@ -203,10 +196,10 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``gave_std`` (variance answered with the std),
-        ``already_scaled`` (the value after scaling given for the one before), ``squared``,
-        ``gave_variance`` (std answered with the variance), ``divided_by_d_k`` (scores
-        divided by d_k), ``variance_divided_by_sqrt`` (the variance divided by sqrt(d_k)),
+        Mistakes recognised: ``unit_entries`` (the values for entries of variance 1),
+        ``used_stds`` (the stds where the variances belong), ``one_factor`` (one of the two
+        variances left out), ``added_variances``, ``gave_std``, ``already_scaled``,
+        ``gave_variance``, ``divided_by_d_k``, ``variance_divided_by_sqrt``,
         ``not_scaled``, ``rounded`` (too few decimals), ``simulation_estimate`` (a sample,
         not the expectation); ``not_a_number``, ``not_finite``, ``wrong_value``. Missing
         parts give "not yet" once the given ones are right.
@@ -217,33 +210,43 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     'not yet'
     """
     d_k = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    var = float(d_k)  # d_k terms, each a product of two independent unit-variance entries
+    var_q, var_k = STD_Q**2, STD_K**2
+    term = var_q * var_k  # Var(q_i k_i) for independent entries of mean 0
+    var = d_k * term
     sd = math.sqrt(var)
-    after = var / d_k  # scores divided by sqrt(d_k): variance divided by d_k
+    after = var / d_k
+    unit = "That is the value for entries of variance 1; here q and k have other spreads."
     parts = [
         ("the variance", variance, functools.partial(
-            _expected_verdict, what="variance", expected=var, atol=5e-4, decimals=0,
-            hint="Each of the d_k products q_i k_i has variance 1; how do the variances of independent "
+            _expected_verdict, what="variance", expected=var, atol=5e-3, decimals=2,
+            hint="What is the variance of one product q_i k_i, and how do the variances of independent "
             "terms combine?",
             mistakes=[
+                ("unit_entries", float(d_k), unit),
+                ("used_stds", d_k * STD_Q * STD_K, "You multiplied standard deviations where variances "
+                 "belong."),
+                ("one_factor", d_k * var_q, "Only the spread of q is in it; the product has that of k too."),
+                ("one_factor", d_k * var_k, "Only the spread of k is in it; the product has that of q too."),
+                ("added_variances", d_k * (var_q + var_k), "You added the two variances; q_i and k_i are "
+                 "multiplied, not added."),
                 ("gave_std", sd, "That is a standard deviation; the task asks first for the variance."),
                 ("already_scaled", after, "That is the variance after the scaling; the first number "
                  "is the one before."),
-                ("squared", var * var, "That is d_k squared: the variances of the d_k independent "
-                 "terms add up."),
             ])),
         ("the std", std, functools.partial(
             _expected_verdict, what="standard deviation", expected=sd, atol=0.005 + 1e-9, decimals=2,
             hint="How is a standard deviation related to a variance?",
             mistakes=[
                 ("gave_variance", var, "That is the variance; the standard deviation is another number."),
-                ("already_scaled", 1.0, "That is the spread after the scaling; the std asked for is the "
-                 "one before."),
+                ("unit_entries", math.sqrt(d_k), unit),
+                ("already_scaled", math.sqrt(after), "That is the spread after the scaling; the std "
+                 "asked for is the one before."),
             ])),
         ("the variance after scaling", variance_scaled, functools.partial(
             _expected_verdict, what="variance after scaling", expected=after, atol=5e-4, decimals=3,
             hint="Dividing a variable by c divides its variance by c^2.",
             mistakes=[
+                ("unit_entries", 1.0, unit),
                 ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give; "
                  "the scaling divides them by sqrt(d_k)."),
                 ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by "
@@ -253,35 +256,39 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     ]
     result = _parts(
         parts,
-        done=f"Right: the expected variance and std of q·k at d_k = {d_k}, and the variance after scaling.",
+        done=f"Right: the expected variance and std of q·k at d_k = {d_k} for these spreads, and the "
+        "variance after scaling.",
         empty=f"No answer yet: the variance of q·k at d_k = {d_k}, its std, and the variance after scaling.",
     )
     return _with_precision_note(result, variance, std, variance_scaled)
 
 
 @_never_raise
-def check_init_std(he_std, xavier_std=None):
-    """Check the initialisation std of AIAYN Part 2's formula, and Xavier's, for d_model = 512.
+def check_init_std(he_bound, xavier_bound=None):
+    """Check the uniform versions of the document's initialisation and of Xavier's.
 
-    The document draws W_Q, W_K, W_V from a normal with std sqrt(2/d_model) and calls it
-    "Xavier/He". ``d_model`` is the ``d_k`` of ``load_example("cat_sat_why_scale_512")``,
-    the width the document uses. Both answers are values of a formula, so the rule for
-    expected against simulated values holds: three significant digits pass, the sample
-    std of a drawn matrix is refused.
+    The document draws W^Q, W^K, W^V from a normal with std sqrt(2/d_model); ``d_model`` is
+    the ``d_k`` of ``load_example("cat_sat_why_scale_512")``, the width the document uses.
+    The exercise asks for the bound a of a uniform U(-a, a) with the same std, and for the
+    bound of Xavier (Glorot) *uniform* for one head's W^Q, d_model x :data:`D_HEAD`. Both
+    are values of a formula, so the rule for expected against simulated values holds: four
+    decimals pass, the extremes or sample statistics of a drawn matrix are refused.
 
     Parameters
     ----------
-    he_std : number
-        The std of the document's formula.
-    xavier_std : number, optional
-        The Xavier normal std for a square d_model x d_model matrix.
+    he_bound : number
+        The bound a of the uniform with the document's std.
+    xavier_bound : number, optional
+        Xavier uniform's bound for W^Q of shape (d_model, D_HEAD).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``swapped`` (He and Xavier exchanged), ``variance_not_std``
-        (no square root), ``xavier_without_2``, ``xavier_uniform_bound`` (the limit of the
-        uniform version), ``rounded``, ``simulation_estimate``; ``not_a_number``,
+        Mistakes recognised: ``gave_std`` (the normal's std, not the bound),
+        ``no_square_root`` (a = 3 std, from a^2 = 3 std^2 without its root),
+        ``divided_by_sqrt3``, ``square_matrix`` (Xavier for a d_model x d_model matrix),
+        ``swapped`` (He and Xavier exchanged), ``fan_out_only``, ``variance_not_std``,
+        ``xavier_normal_std``, ``rounded``, ``simulation_estimate``; ``not_a_number``,
         ``not_finite``, ``wrong_value``.
 
     Examples
@@ -290,34 +297,45 @@ def check_init_std(he_std, xavier_std=None):
     'not yet'
     """
     d = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    fan_in = fan_out = d
-    he = math.sqrt(2 / fan_in)
-    xavier = math.sqrt(2 / (fan_in + fan_out))
+    fan_in, fan_out = d, D_HEAD
+    he_std = math.sqrt(2 / fan_in)
+    he = math.sqrt(3) * he_std  # U(-a, a) has variance a^2 / 3
+    xavier = math.sqrt(6 / (fan_in + fan_out))
     parts = [
-        ("the He std", he_std, functools.partial(
-            _expected_verdict, what="std of the document's formula", expected=he, atol=5e-5, decimals=4,
-            hint=f"Use the document's formula with d_model = {d}.",
+        ("the bound of the document's std", he_bound, functools.partial(
+            _expected_verdict, what="bound", expected=he, atol=5e-5, decimals=4,
+            hint="What is the variance of U(-a, a)?",
             mistakes=[
-                ("swapped", xavier, "That is the Xavier std; this one is the document's own formula."),
-                ("variance_not_std", 2 / fan_in, "That is a variance; the formula's square root is missing."),
+                ("gave_std", he_std, "That is the normal's standard deviation; the bound of a uniform "
+                 "with that spread is another number."),
+                ("no_square_root", 3 * he_std, "That sets a = 3 std; the variance a^2 / 3 fixes a^2, "
+                 "so take the root at the end."),
+                ("divided_by_sqrt3", he_std / math.sqrt(3), "The bound of a uniform is larger than its "
+                 "standard deviation, not smaller."),
+                ("swapped", xavier, "That is the Xavier uniform bound of the second part."),
+                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is Xavier uniform's bound for a square "
+                 f"{d} x {d} matrix; this part uses the document's formula."),
             ])),
-        ("the Xavier std", xavier_std, functools.partial(
-            _expected_verdict, what="Xavier std", expected=xavier, atol=5e-5, decimals=4,
-            hint="Xavier (Glorot) normal uses std = sqrt(2/(fan_in + fan_out)).",
+        ("the Xavier uniform bound", xavier_bound, functools.partial(
+            _expected_verdict, what="Xavier uniform bound", expected=xavier, atol=5e-5, decimals=4,
+            hint="Xavier (Glorot) uniform draws from U(-a, a) with a = sqrt(6/(fan_in + fan_out)); "
+            "which are they for W^Q?",
             mistakes=[
-                ("swapped", he, "That is the document's std; Xavier's formula uses both fan_in and fan_out."),
-                ("variance_not_std", 2 / (fan_in + fan_out), "That is a variance; the formula's square "
-                 "root is missing."),
-                ("xavier_without_2", math.sqrt(1 / (fan_in + fan_out)), "Xavier normal has a 2 in the "
-                 "numerator."),
-                ("xavier_uniform_bound", math.sqrt(6 / (fan_in + fan_out)), "That is the bound of Xavier "
-                 "*uniform*; the task asks for the normal version's std."),
+                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is the bound for a square {d} x {d} "
+                 f"matrix; one head's W^Q is {d} x {D_HEAD}."),
+                ("swapped", he, "That is the uniform bound of the document's formula (the first part)."),
+                ("fan_out_only", math.sqrt(6 / fan_out), "That uses fan_out alone; Xavier's formula "
+                 "uses both fan_in and fan_out."),
+                ("variance_not_std", 6 / (fan_in + fan_out), "That is a^2; the square root is missing."),
+                ("xavier_normal_std", math.sqrt(2 / (fan_in + fan_out)), "That is Xavier *normal*'s "
+                 "std; the task asks for the uniform version's bound."),
             ])),
     ]
     result = _parts(
         parts,
-        done=f"Right: the document's formula gives He initialisation's std; Xavier's for {d} x {d} is "
-        "smaller.",
-        empty=f"No answer yet: the std of the document's formula for d_model = {d}, and Xavier's.",
+        done=f"Right: the uniform bound with the document's std, and Xavier uniform's for a {d} x {D_HEAD} "
+        "W^Q.",
+        empty=f"No answer yet: the uniform bound with the document's std for d_model = {d}, and Xavier "
+        f"uniform's for {d} x {D_HEAD}.",
     )
-    return _with_precision_note(result, he_std, xavier_std)
+    return _with_precision_note(result, he_bound, xavier_bound)
