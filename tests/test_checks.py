@@ -39,7 +39,13 @@ from helpers.checks import (
     check_temperature_prediction,
     check_why_scale_512,
 )
-from helpers.checks.e1_section_5_2 import EXERCISE_1_K, EXERCISE_1_Q, EXERCISE_1_TARGET, EXERCISE_1_V1
+from helpers.checks.e1_section_5_2 import (
+    EXERCISE_1_K,
+    EXERCISE_1_Q,
+    EXERCISE_1_TARGET,
+    EXERCISE_1_V1,
+    TARGET_ENTROPY,
+)
 from helpers.checks.e2_i_am_happy import TODAY
 from helpers.checks.e3_cat_sat import D_HEAD, STD_K, STD_Q, TARGET_WEIGHT
 
@@ -664,57 +670,68 @@ def test_ex4_not_yet():
 # ---------------------------------------------------------------------------
 
 S_SEP = JOURNEY.q @ JOURNEY.k.T
-W_SEP = softmax(S_SEP)
+ROW_J = S_SEP[1]   # the query "journey"
 
 
 def plain_entropy(w, axis=-1):
     return -np.sum(w * np.log(w), axis=axis)
 
 
-H_SEP = plain_entropy(W_SEP)
+def t_for_entropy(row, target, lo=0.01, hi=10.0):
+    """The temperature at which softmax(row / T) has entropy ``target``: a plain bisection."""
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if plain_entropy(softmax(row / mid)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
-def test_entropy_right():
-    assert_correct(check_attention_entropy(H_SEP))
-    assert_correct(check_attention_entropy(H_SEP.round(3).tolist()))
-    assert_correct(check_attention_entropy(attention.entropy(attention.softmax_loop(S_SEP))))
-    assert np.all(H_SEP <= math.log(6)) and np.all(H_SEP > 0)
+T5 = t_for_entropy(ROW_J, 1.5)
+
+
+def test_entropy_answer_gives_the_entropy():
+    assert TARGET_ENTROPY == 1.5 and JOURNEY.tokens[1] == "journey"
+    assert np.isclose(plain_entropy(softmax(ROW_J / T5)), 1.5)
+    # a grid search of step 0.001, as a student may write it
+    grid = np.arange(0.1, 1.0, 0.001)
+    t_grid = grid[np.argmin([abs(plain_entropy(softmax(ROW_J / t)) - 1.5) for t in grid])]
+    assert_correct(check_attention_entropy(t_grid))
+
+
+@pytest.mark.parametrize("answer", [T5, round(T5, 3), np.float32(T5), np.array([T5])])
+def test_entropy_right(answer):
+    assert_correct(check_attention_entropy(answer))
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
-        (plain_entropy(W_SEP) / math.log(2), "log2"),
-        (-np.sum(W_SEP * np.log2(W_SEP), axis=-1), "log2"),
-        (-np.sum(W_SEP * np.log10(W_SEP), axis=-1), "log10"),
-        (np.sum(W_SEP * np.log(W_SEP), axis=-1), "no_minus"),
-        (plain_entropy(W_SEP, axis=0), "wrong_sum_axis"),
-        (plain_entropy(softmax(S_SEP, axis=0), axis=-1), "softmax_wrong_axis"),
-        (plain_entropy(softmax(S_SEP, axis=0), axis=0), "softmax_wrong_axis"),
-        (plain_entropy(softmax(S_SEP / math.sqrt(2))), "scaled"),
-        (-np.mean(W_SEP * np.log(W_SEP), axis=-1), "mean_not_sum"),
-        (-W_SEP * np.log(W_SEP), "not_summed"),
-        (plain_entropy(S_SEP), "entropy_of_scores"),
-        (H_SEP[:3], "wrong_shape"),
-        (H_SEP + 0.01, "wrong_values"),
-        ([1.7, "x"], "wrong_type"),
+        (t_for_entropy(ROW_J, 1.5 * math.log(2)), "bits"),
+        (t_for_entropy(ROW_J / math.sqrt(2), 1.5), "scaled"),
+        (t_for_entropy(S_SEP[:, 1], 1.5), "wrong_axis"),
+        (t_for_entropy(S_SEP[0], 1.5), "wrong_row"),
+        (t_for_entropy(S_SEP[2], 1.5), "wrong_row"),
+        (1 / T5, "multiplied_by_temperature"),
+        (round(T5, 2), "rounded"),
+        (1.0, "wrong_value"),
+        ("0.447", "not_a_number"),
+        (float("inf"), "not_finite"),
     ],
 )
 def test_entropy_mistakes(answer, name):
     assert_mistake(check_attention_entropy(answer), name)
 
 
-def test_entropy_wrong_axes_coincide_when_q_equals_k():
-    # Why the exercise uses the journey projections: with Q = K ("cat sat mat") the
-    # softmax over the wrong axis gives exactly the entropies summed over the wrong axis.
-    np.testing.assert_allclose(
-        plain_entropy(softmax(SCORES_CSM, axis=0), axis=-1), plain_entropy(W_CSM, axis=0)
-    )
-    assert not np.allclose(plain_entropy(softmax(S_SEP, axis=0), axis=-1), plain_entropy(W_SEP, axis=0), atol=1e-3)
+def test_entropy_messages_hold_no_answer():
+    for answer in (1.0, round(T5, 2), 1 / T5, t_for_entropy(S_SEP[0], 1.5)):
+        message = check_attention_entropy(answer).message
+        assert f"{T5:.3f}" not in message and f"{T5:.2f}" not in message.replace("is 0.45", "")
 
 
 def test_entropy_not_yet():
-    for empty in (None, "", [], np.array([])):
+    for empty in (None, [], ""):
         assert check_attention_entropy(empty).status == "not yet"
 
 

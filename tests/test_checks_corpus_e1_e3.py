@@ -92,8 +92,21 @@ S4 = UJ @ UJ.T
 FAV = [t for i, t in enumerate(JOURNEY.tokens) if S4[i, i] >= S4[i].max()]
 
 S5 = JOURNEY.q @ JOURNEY.k.T
-W5 = softmax(S5)
-H5 = entropy(W5)
+ROW5 = S5[1]   # the query "journey"
+
+
+def t_for_entropy(row, target, lo=0.01, hi=10.0):
+    """The temperature at which softmax(row / T) has entropy ``target`` nats (bisection)."""
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if entropy(softmax(row / mid)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+T5 = t_for_entropy(ROW5, 1.5)
 
 HAPPY = examples.load_example("i_am_happy")
 XT = np.vstack([HAPPY.q, [[1.0, 1.1, 1.2]]])   # "I am happy today"
@@ -207,21 +220,19 @@ WRONG = [
     ("e1x4b-right-tokens-wrong-scores",
      lambda: check_section_5_2_exercise_4((XJ @ WQ) @ (XJ @ WK).T, ["journey"]), "separate_projections"),
     # E1 exercise 5: entropy
-    ("e1x5-log2", lambda: check_attention_entropy(-np.sum(W5 * np.log2(W5), axis=-1)), "log2"),
-    ("e1x5-log10", lambda: check_attention_entropy(-np.sum(W5 * np.log10(W5), axis=-1)), "log10"),
-    ("e1x5-sign", lambda: check_attention_entropy(np.sum(W5 * np.log(W5), axis=-1)), "no_minus"),
-    ("e1x5-sign-log2", lambda: check_attention_entropy(np.sum(W5 * np.log2(W5), axis=-1)), "no_minus"),
-    ("e1x5-sign-axis0", lambda: check_attention_entropy(np.sum(W5 * np.log(W5), axis=0)), "no_minus"),
-    ("e1x5-sign-rounded", lambda: check_attention_entropy(-H5.round(2)), "rounded"),
-    ("e1x5-sum-axis0", lambda: check_attention_entropy(entropy(W5, axis=0)), "wrong_sum_axis"),
-    ("e1x5-softmax-axis0", lambda: check_attention_entropy(entropy(softmax(S5, axis=0))), "softmax_wrong_axis"),
-    ("e1x5-scaled", lambda: check_attention_entropy(entropy(softmax(S5 / math.sqrt(2)))), "scaled"),
-    ("e1x5-mean", lambda: check_attention_entropy(-np.mean(W5 * np.log(W5), axis=-1)), "mean_not_sum"),
-    ("e1x5-terms", lambda: check_attention_entropy(-W5 * np.log(W5)), "not_summed"),
-    ("e1x5-of-scores", lambda: check_attention_entropy(entropy(S5)), "entropy_of_scores"),
-    ("e1x5-one-decimal", lambda: check_attention_entropy(H5.round(1)), "rounded"),
-    ("e1x5-two-decimals", lambda: check_attention_entropy(H5.round(2).tolist()), "rounded"),
-    ("e1x5-shared-W", lambda: check_attention_entropy(entropy(softmax(S4))), "wrong_values"),
+    # E1 exercise 5: the temperature that gives the row of "journey" 1.5 nats
+    ("e1x5-bits", lambda: check_attention_entropy(t_for_entropy(ROW5, 1.5 * math.log(2))), "bits"),
+    ("e1x5-scaled", lambda: check_attention_entropy(t_for_entropy(ROW5 / math.sqrt(2), 1.5)), "scaled"),
+    ("e1x5-column", lambda: check_attention_entropy(t_for_entropy(S5[:, 1], 1.5)), "wrong_axis"),
+    ("e1x5-row-Your", lambda: check_attention_entropy(t_for_entropy(S5[0], 1.5)), "wrong_row"),
+    ("e1x5-row-starts", lambda: check_attention_entropy(t_for_entropy(S5[2], 1.5)), "wrong_row"),
+    ("e1x5-row-step", lambda: check_attention_entropy(t_for_entropy(S5[5], 1.5)), "wrong_row"),
+    ("e1x5-times-T", lambda: check_attention_entropy(1 / T5), "multiplied_by_temperature"),
+    ("e1x5-two-decimals", lambda: check_attention_entropy(round(T5, 2)), "rounded"),
+    ("e1x5-one-decimal", lambda: check_attention_entropy(round(T5, 1)), "rounded"),
+    ("e1x5-T=1", lambda: check_attention_entropy(1.0), "wrong_value"),
+    ("e1x5-entropies", lambda: check_attention_entropy(entropy(softmax(S5))), "not_a_number"),
+    ("e1x5-shared-W", lambda: check_attention_entropy(t_for_entropy(S4[1], 1.5)), "wrong_value"),
     # E2 exercise 1: the weights of "I am happy today"
     ("e2x1-three-tokens", lambda: check_i_am_happy_weights(WH3), "three_tokens"),
     ("e2x1-document", lambda: check_i_am_happy_weights(printed(HAPPY, "weights_row", range(3))), "three_tokens"),
@@ -320,10 +331,11 @@ RIGHT = [
     ("e1x4-2dp-tuple", lambda: check_section_5_2_exercise_4(S4.round(2), ("journey",))),
     ("e1x4-array-of-names", lambda: check_section_5_2_exercise_4(S4, np.array(["journey"]))),
     # E1 exercise 5
-    ("e1x5-exact", lambda: check_attention_entropy(H5)),
-    ("e1x5-3dp-list", lambda: check_attention_entropy(H5.round(3).tolist())),
-    ("e1x5-log-of-inverse", lambda: check_attention_entropy(np.sum(W5 * np.log(1 / W5), axis=-1))),
-    ("e1x5-float32", lambda: check_attention_entropy(H5.astype(np.float32))),
+    ("e1x5-exact", lambda: check_attention_entropy(T5)),
+    ("e1x5-3dp", lambda: check_attention_entropy(round(T5, 3))),
+    ("e1x5-grid", lambda: check_attention_entropy(
+        min(np.arange(0.1, 1.0, 0.001), key=lambda t: abs(entropy(softmax(ROW5 / t)) - 1.5)))),
+    ("e1x5-float32", lambda: check_attention_entropy(np.float32(T5))),
     # E2 and E3
     ("e2x1-exact", lambda: check_i_am_happy_weights(WH)),
     ("e2x1-2dp", lambda: check_i_am_happy_weights(WH.round(2))),
@@ -356,7 +368,9 @@ LESSON_STYLE = [
     ("e1x4", lambda: check_section_5_2_exercise_4(
         attention.attention_scores(XJ @ WQ, XJ @ WQ, scale=1.0),
         [JOURNEY.tokens[i] for i in range(6) if np.argmax(S4[i]) == i])),
-    ("e1x5", lambda: check_attention_entropy(attention.entropy(attention.softmax(JOURNEY.q @ JOURNEY.k.T)))),
+    ("e1x5", lambda: check_attention_entropy(min(
+        np.arange(0.1, 1.0, 0.0005),
+        key=lambda t: abs(attention.entropy(attention.softmax(ROW5, temperature=t)) - 1.5)))),
     ("e2x1", lambda: check_i_am_happy_weights(attention.scaled_dot_product_attention(XT, XT, XT)[1])),
     ("e2x2", lambda: check_i_am_happy_context(attention.scaled_dot_product_attention(XT, XT, XT)[0])),
     ("e3x1", lambda: check_temperature_prediction(
@@ -448,7 +462,7 @@ def test_docstrings_hold_no_passing_example():
             doc = getattr(getattr(module, name), "__doc__", None) or ""
             if name.startswith("check_"):
                 assert "✅" not in doc and "correct:" not in doc, name
-                for number in ("2.3679", "0.6321", "22097", "22,097", "0.2125", "0.5889", "0.455",
+                for number in ("2.3679", "0.6321", "22097", "22,097", "0.2125", "0.5889", "0.455", "0.447",
                                "737.28", "27.15", "1.44", "0.1083", "0.1021", "['journey']"):
                     assert number not in doc, (name, number)
 

@@ -536,113 +536,111 @@ def check_section_5_2_exercise_4(scores, favourites=None):
 # Exercise 5 of Section 5.2: attention entropy
 # ---------------------------------------------------------------------------
 
-ENTROPY_ATOL = 1e-3
-"""Absolute tolerance for entropies (answers with three decimals pass)."""
+TARGET_ENTROPY = 1.5
+"""E1's exercise 5 asks for the temperature at which the row of "journey" has this entropy, in
+nats. Lesson 03 computes entropies of given weights; the exercise asks for the temperature that
+gives one, which no closed formula yields: a search finds it."""
+
+TEMPERATURE_ATOL = 5e-4
+"""The task asks for three decimals."""
 
 
-def _rounded_to(arr, target, decimals):
-    """True when ``arr`` is ``target`` rounded to ``decimals`` (and not ``target`` itself)."""
-    return (
-        arr.shape == target.shape
-        and np.allclose(arr, np.round(target, decimals), rtol=0, atol=1e-9 + 10.0 ** -(decimals + 3))
-    )
+def _entropy_of_row(row, t):
+    """The entropy, in nats, of softmax(row / t)."""
+    w = attention.softmax(np.asarray(row, dtype=float) / t)
+    w = w[w > 0]
+    return float(-(w * np.log(w)).sum())
+
+
+def _temperature_for_entropy(row, target):
+    """The temperature at which softmax(row / T) has entropy ``target`` (it grows with T), or None."""
+    lo, hi = 1e-3, 1e3
+    if not _entropy_of_row(row, lo) < target < _entropy_of_row(row, hi):
+        return None
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if _entropy_of_row(row, mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
 
 
 @_never_raise
-def check_attention_entropy(entropy_rows):
-    """Check Section 5.2, exercise 5: the entropy of each row of attention weights, in nats.
+def check_attention_entropy(temperature):
+    """Check Section 5.2, exercise 5: the temperature that gives the row of "journey" an entropy.
 
-    The weights are those of the "journey" sentence with its separate projections,
-    unscaled as in Section 5.2 (``load_example("journey")``: the softmax of ``.q @ .k.T``),
-    one entropy per query row. The queries and keys differ, so the scores are not
-    symmetric and a softmax over the wrong axis can be told apart from a sum over the
-    wrong axis.
+    The row is that of the query "journey" in the unscaled scores of the "journey" sentence
+    with its separate projections (``load_example("journey")``: ``.q @ .k.T``); its weights
+    at temperature T are softmax(row / T), and the task asks for the T at which their
+    entropy is :data:`TARGET_ENTROPY` nats, to three decimals.
 
     Parameters
     ----------
-    entropy_rows : array_like, shape (6,)
-        One entropy per query row, in nats.
+    temperature : number
+        The temperature T.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``log2`` (bits instead of nats), ``log10``, ``no_minus`` (the
-        sign left out, also together with any mistake below), ``wrong_sum_axis`` (summed
-        over the queries), ``softmax_wrong_axis`` (weights normalised over the queries),
-        ``scaled`` (scores divided by sqrt(d_k)), ``mean_not_sum``, ``not_summed`` (the
-        6 x 6 terms), ``entropy_of_scores`` (no softmax), ``rounded`` (right, but rounded
-        to fewer than three decimals), then ``wrong_shape`` / ``wrong_values``;
-        ``wrong_type``, ``complex``, ``not_finite``.
+        Mistakes recognised: ``bits`` (the entropy measured in bits), ``scaled`` (scores
+        divided by sqrt(d_k)), ``wrong_axis`` (the column of "journey", softmax over the
+        queries), ``wrong_row`` (another token's row), ``multiplied_by_temperature``,
+        ``rounded`` (fewer than three decimals), ``not_a_number``, ``not_finite``,
+        ``wrong_value``.
 
     Examples
     --------
     >>> check_attention_entropy(None).status
     'not yet'
     """
+    if _is_empty(temperature):
+        return _not_yet("No answer yet: the temperature T.")
+    value = _as_number(temperature)
+    if value is None:
+        return _not_a_number(temperature, "temperature")
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your temperature ({value}) is not a finite number.")
     ex = examples.load_example("journey")
     scores = ex.q @ ex.k.T
     d_k = ex.q.shape[-1]
-    m = scores.shape[-1]
-    w = attention.softmax(scores)
-    terms = -w * np.log(w)
-    exact = terms.sum(axis=-1)
-    w_cols = attention.softmax(scores, axis=0)
-    mistakes = [
-        ("log2", lambda: exact / math.log(2),
-         "You used log base 2 (bits); the exercise asks for nats, with the natural logarithm."),
-        ("log10", lambda: exact / math.log(10),
-         "You used log base 10; the exercise asks for nats, with the natural logarithm."),
-        ("no_minus", lambda: -exact,
-         "Your entropies are negative: the minus sign in front of the sum is missing (each "
-         "log w <= 0, so an entropy is >= 0)."),
-        ("wrong_sum_axis", lambda: terms.sum(axis=0),
-         "You summed over the queries (axis=0); one entropy per query sums along its row, over the keys."),
-        ("softmax_wrong_axis", lambda: -(w_cols * np.log(w_cols)).sum(axis=-1),
-         "Your weights were normalised over the queries (softmax with axis=0): their rows do not "
-         "sum to 1. Normalise each row over the keys before taking the entropy."),
-        ("softmax_wrong_axis", lambda: -(w_cols * np.log(w_cols)).sum(axis=0),
-         "You took the softmax over the queries (axis=0) and the entropy down the columns: both "
-         "should run along each row, over the keys."),
-        ("scaled", lambda: attention.entropy(attention.softmax(scores / math.sqrt(d_k))),
-         "Your weights come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
-        ("mean_not_sum", lambda: exact / m,
-         "You averaged the terms -w log w; the entropy is their sum over the keys."),
-        ("not_summed", lambda: terms,
-         "These are the terms -w log w, one per query-key pair; the exercise asks for one "
-         "entropy per query."),
-        ("entropy_of_scores", lambda: -(scores * np.log(scores)).sum(axis=-1),
-         "You took -sum s log s of the raw scores, which are not probabilities; the entropy is "
-         "that of the weights."),
-    ]
-    arr, result = _as_real_array(entropy_rows, "entropies")
-    if result is not None:
-        return result
-    result = _match(arr, exact, mistakes, what="entropies", atol=ENTROPY_ATOL)
-    if result is None:
+    i = list(ex.tokens).index("journey")
+    exact = _temperature_for_entropy(scores[i], TARGET_ENTROPY)
+    record("number", "temperature", exact, [], TEMPERATURE_ATOL, 0.0)
+    if abs(value - exact) <= TEMPERATURE_ATOL:
         return _with_precision_note(
-            _correct(f"Right: one entropy per row, in nats; the largest possible is log {m} = {math.log(m):.4f}."),
-            entropy_rows,
+            _correct(f"Right: at this temperature the row of 'journey' has an entropy of {TARGET_ENTROPY:g} nats."),
+            temperature,
         )
-    if result.mistake not in ("wrong_values", "wrong_shape"):
-        return result
-    # The sign slip together with another mistake: -answer is that mistake's value.
-    if result.mistake == "wrong_values" or arr.shape == terms.shape:
-        flipped = _match(-arr, exact, mistakes, what="entropies", atol=ENTROPY_ATOL)
-        if flipped is None:
-            return _incorrect("no_minus", mistakes[2][2])
-        if flipped.mistake not in ("wrong_values", "wrong_shape", "no_minus"):
-            return _incorrect(
-                "no_minus",
-                "Your entropies are negative: the minus sign in front of the sum is missing. And "
-                "then: " + flipped.message,
-            )
-    for decimals in (0, 1, 2):
-        if _rounded_to(arr, exact, decimals) or _rounded_to(-arr, exact, decimals):
-            sign = " (and negative: the minus sign is missing)" if arr.sum() < 0 else ""
+    mistakes = [
+        ("bits", _temperature_for_entropy(scores[i], TARGET_ENTROPY * math.log(2)),
+         f"At that temperature the row's entropy is {TARGET_ENTROPY:g} bits (log base 2); the task "
+         "measures it in nats, with the natural logarithm."),
+        ("scaled", _temperature_for_entropy(scores[i] / math.sqrt(d_k), TARGET_ENTROPY),
+         "That temperature works for scores divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("wrong_axis", _temperature_for_entropy(scores[:, i], TARGET_ENTROPY),
+         "That temperature is for the column of 'journey' (a softmax over the queries); the weights "
+         "of the query 'journey' are its row."),
+        ("multiplied_by_temperature", 1 / exact,
+         "That is the temperature that works if T multiplies the scores; it divides them."),
+    ]
+    mistakes += [
+        ("wrong_row", _temperature_for_entropy(scores[j], TARGET_ENTROPY),
+         f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'.")
+        for j, tok in enumerate(ex.tokens) if j != i
+    ]
+    for name, target, message in mistakes:
+        if target is not None and abs(value - target) <= TEMPERATURE_ATOL:
+            return _incorrect(name, f"Your temperature is {value:g}. {message}")
+    for fewer in (2, 1, 0):
+        if abs(value - round(value, fewer)) <= 1e-12 and abs(value - exact) <= 0.5 * 10.0**-fewer + 1e-12:
             return _incorrect(
                 "rounded",
-                f"Your entropies are rounded to {decimals} decimal{'s' if decimals != 1 else ''}"
-                f"{sign}: the six rows differ in the third decimal, so give at least three decimals "
-                "(or keep the array as NumPy computes it).",
+                f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
+                "which is too coarse here. Give at least three decimals.",
             )
-    return result
+    return _incorrect(
+        "wrong_value",
+        f"Your temperature is {value:g}, which is not right. At that T, compute the entropy of the "
+        "row of 'journey'; is it above or below the one asked for?",
+    )
