@@ -4,12 +4,13 @@ For every graded part of the exercises (the table :data:`GRADED`; E1-E3 today, E
 as rows), two things are asserted against each lecture notebook 01-16:
 
 (a) **Nothing a lecture computes passes.** Each notebook's code cells run in order, in a fresh
-    IPython shell in one of two worker processes (no kernel, ``MPLBACKEND=Agg``), and every value left in its
-    namespace of a plausible type (numbers, real arrays, lists and tuples of numbers or of
-    token names, and the fields of ``helpers`` objects such as ``load_example(...)``) is given
-    to every graded check in the slot of its answer, with the other slots holding right
-    answers. None may be told "correct". Values whose size differs from the answer's are
-    skipped (a check never accepts another size), which keeps the run short.
+    IPython shell in one of two worker processes (no kernel, ``MPLBACKEND=Agg``), and every
+    value left in its namespace of a plausible type (numbers, real arrays, lists and tuples of
+    numbers or of token names, and the fields of ``helpers`` objects such as
+    ``load_example(...)``) is given to every graded check in the slot of its answer, with the
+    other slots holding right answers. None may be told "correct", and none may be a row of an
+    array answer. Values whose size differs from the answer's are not given to the check (a
+    check never accepts another size), which keeps the run short.
 (b) **No lecture prints the answer.** The expected answer, at the precision the task asks for,
     appears in no stored text output of a lecture notebook: no number of a scalar answer, and
     no row of an array answer as a run of numbers on one line.
@@ -191,6 +192,35 @@ def _fits(part, value):
     return arr.size == np.size(right)
 
 
+def _gives_a_row(part, value, right):
+    """True when ``value`` is one row of an array answer, to two decimals more than the task asks.
+
+    A stored row is exact; the two extra decimals keep a row that only rounds like an answer's
+    (the embedding of "happy", [0.7, 0.8, 0.9], next to its context vector) from counting.
+    """
+    if part.kind != "array" or not isinstance(value, (np.ndarray, list, tuple)):
+        return False
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    rows = np.atleast_2d(np.asarray(right[part.answer], dtype=float))
+    if arr.ndim != 1 or arr.size < 2 or arr.size != rows.shape[-1]:
+        return False
+    return any(np.allclose(arr, row, rtol=0, atol=0.5 * 10.0 ** -(part.decimals + 2)) for row in rows)
+
+
+def _giveaways(label, candidate, right):
+    """The graded parts that ``candidate`` passes, or one of whose rows it is."""
+    hits = []
+    for part in GRADED:
+        if _fits(part, candidate) and part.call(candidate, right).status == "correct":
+            hits.append(f"{part.task}: {label}")
+        elif _gives_a_row(part, candidate, right):
+            hits.append(f"{part.task} (a row): {label}")
+    return hits
+
+
 _RIGHT = None
 
 
@@ -239,9 +269,7 @@ def run_lecture(path):
             if name.startswith("_") or name in hidden:
                 continue
             for label, candidate in _plausible(name, value):
-                for part in GRADED:
-                    if _fits(part, candidate) and part.call(candidate, right).status == "correct":
-                        passes.append(f"{part.task}: {label}")
+                passes += _giveaways(label, candidate, right)
     import matplotlib.pyplot as plt
 
     plt.close("all")
@@ -412,5 +440,27 @@ def test_the_output_search_finds_what_a_lecture_prints():
     assert answer_printed(lesson_01, weights, {"old": _softmax(x @ x.T / math.sqrt(3))})
 
 
-if __name__ == "__main__":
+# ---------------------------------------------------------------------------
+# Issue 25, item 1: no example field holds a graded answer
+# ---------------------------------------------------------------------------
+
+
+def test_no_example_field_passes_a_graded_check():
+    """No field of a stored example (``load_example``, figures included) passes, or is a row of an answer."""
+    from helpers import examples
+
+    right = _right_answers_cached()
+    passes = []
+    for name in examples.list_examples(runnable_only=False):
+        try:
+            example = examples.load_example(name)
+        except Exception:  # noqa: BLE001 - a data file that is not an example (e.g. model weights)
+            continue
+        for label, candidate in _plausible(name, example):
+            passes += _giveaways(label, candidate, right)
+    assert passes == [], passes
+
+
+
+if __name__ == "__main__":  # run one lecture by hand: python tests/test_homework_not_in_lectures.py NOTEBOOK
     print(json.dumps(run_lecture(sys.argv[1])))
