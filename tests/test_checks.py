@@ -594,6 +594,15 @@ PJ = XJ @ WQJ
 S_SHARED = PJ @ PJ.T
 
 
+def margins(scores):
+    """S_ii - max_{j != i} S_ij, by a plain loop."""
+    s = np.asarray(scores, dtype=float)
+    return np.array([s[i, i] - max(s[i, j] for j in range(s.shape[1]) if j != i) for i in range(s.shape[0])])
+
+
+M_SHARED = margins(S_SHARED)
+
+
 def test_ex4_shared_scores_are_symmetric_psd_and_only_journey_prefers_itself():
     # The facts the exercise rests on, computed here independently of the check.
     np.testing.assert_allclose(S_SHARED, S_SHARED.T)
@@ -602,6 +611,7 @@ def test_ex4_shared_scores_are_symmetric_psd_and_only_journey_prefers_itself():
     assert np.all(diag >= 0)
     assert np.all((diag[:, None] + diag[None, :]) / 2 >= S_SHARED - 1e-12)
     assert [i for i in range(6) if S_SHARED[i, i] == S_SHARED[i].max()] == [1]
+    assert [i for i in range(6) if M_SHARED[i] >= 0] == [1]
     assert int(np.argmax(diag)) == 1
     separate = (XJ @ WQJ) @ (XJ @ WKJ).T
     assert not np.allclose(separate, separate.T, atol=5e-3)
@@ -609,8 +619,9 @@ def test_ex4_shared_scores_are_symmetric_psd_and_only_journey_prefers_itself():
 
 @pytest.mark.parametrize("favourites", [["journey"], np.array(["journey"]), ("journey",), {"journey"}])
 def test_ex4_right(favourites):
-    assert_correct(check_section_5_2_exercise_4(S_SHARED))
-    assert_correct(check_section_5_2_exercise_4(S_SHARED.round(2), favourites))
+    assert_correct(check_section_5_2_exercise_4(M_SHARED))
+    assert_correct(check_section_5_2_exercise_4(M_SHARED.round(2), favourites))
+    assert_correct(check_section_5_2_exercise_4(M_SHARED.tolist(), favourites))
     # part (b) needs the scores of part (a): favourites alone are not checked
     assert check_section_5_2_exercise_4(None, favourites).status == "not yet"
 
@@ -618,15 +629,18 @@ def test_ex4_right(favourites):
 @pytest.mark.parametrize(
     "answer, name",
     [
-        ((XJ @ WQJ) @ (XJ @ WKJ).T, "separate_projections"),
-        ((XJ @ WKJ) @ (XJ @ WKJ).T, "shared_w_k"),
-        (XJ @ XJ.T, "no_projection"),
-        (S_SHARED / math.sqrt(2), "scaled"),
-        (S_SHARED / 2, "divided_by_d_k"),
-        (PJ.T @ PJ, "feature_gram"),
-        (softmax(S_SHARED), "returned_weights"),
-        (S_SHARED[:3], "wrong_shape"),
-        (S_SHARED + 0.1, "wrong_values"),
+        (np.diag(S_SHARED) - S_SHARED.max(axis=-1), "self_included"),
+        (-M_SHARED, "reversed"),
+        (S_SHARED, "returned_scores"),
+        (margins((XJ @ WQJ) @ (XJ @ WKJ).T), "separate_projections"),
+        (margins((XJ @ WKJ) @ (XJ @ WKJ).T), "shared_w_k"),
+        (margins(XJ @ XJ.T), "no_projection"),
+        (M_SHARED / math.sqrt(2), "scaled"),
+        (M_SHARED / 2, "divided_by_d_k"),
+        (margins(PJ.T @ PJ), "feature_gram"),
+        (margins(softmax(S_SHARED)), "returned_weights"),
+        (M_SHARED[:3], "wrong_shape"),
+        (M_SHARED + 0.1, "wrong_values"),
         ({"S": 1}, "wrong_type"),
     ],
 )
@@ -655,11 +669,11 @@ def test_ex4_score_mistakes(answer, name):
     ],
 )
 def test_ex4_favourite_mistakes(favourites, name):
-    assert_mistake(check_section_5_2_exercise_4(S_SHARED, favourites), name)
+    assert_mistake(check_section_5_2_exercise_4(M_SHARED, favourites), name)
 
 
 def test_ex4_not_yet():
-    for empty in (None, "", [], np.zeros((0, 6))):
+    for empty in (None, "", [], np.zeros((0,))):
         assert check_section_5_2_exercise_4(empty).status == "not yet"
         assert check_section_5_2_exercise_4(empty, None).status == "not yet"
         assert check_section_5_2_exercise_4(empty, "  ").status == "not yet"
@@ -1208,7 +1222,7 @@ ANSWER_CHECKS = [
     check_section_5_2_exercise_2,
     check_section_5_2_exercise_4,
     lambda a: check_section_5_2_exercise_4(a, a),
-    lambda a: check_section_5_2_exercise_4(S_SHARED, a),
+    lambda a: check_section_5_2_exercise_4(M_SHARED, a),
     lambda a: check_section_5_2_exercise_4(None, a),
     check_attention_entropy,
     check_i_am_happy_context,
@@ -1358,7 +1372,7 @@ def test_failure_inside_a_check_gives_unreadable(answer):
         check_i_am_happy_weights,
         check_section_5_2_exercise_2,
         check_section_5_2_exercise_4,
-        lambda a: check_section_5_2_exercise_4(S_SHARED, a),
+        lambda a: check_section_5_2_exercise_4(M_SHARED, a),
         check_attention_entropy,
         check_i_am_happy_context,
         check_why_scale_512,

@@ -91,6 +91,15 @@ UJ = XJ @ WQ
 S4 = UJ @ UJ.T
 FAV = [t for i, t in enumerate(JOURNEY.tokens) if S4[i, i] >= S4[i].max()]
 
+
+def margins(scores):
+    """S_ii - max_{j != i} S_ij, by a plain loop."""
+    s = np.asarray(scores, dtype=float)
+    return np.array([s[i, i] - max(s[i, j] for j in range(s.shape[1]) if j != i) for i in range(s.shape[0])])
+
+
+M4 = margins(S4)
+
 S5 = JOURNEY.q @ JOURNEY.k.T
 ROW5 = S5[1]   # the query "journey"
 
@@ -202,24 +211,27 @@ WRONG = [
     ("e1x3-rounded", lambda: check_flops(22_000), "wrong_value"),
     ("e1x3-inf", lambda: check_flops(float("inf")), "not_finite"),
     # E1 exercise 4: shared projection
-    ("e1x4-separate", lambda: check_section_5_2_exercise_4((XJ @ WQ) @ (XJ @ WK).T), "separate_projections"),
-    ("e1x4-shared-wk", lambda: check_section_5_2_exercise_4((XJ @ WK) @ (XJ @ WK).T), "shared_w_k"),
-    ("e1x4-no-projection", lambda: check_section_5_2_exercise_4(XJ @ XJ.T), "no_projection"),
-    ("e1x4-scaled", lambda: check_section_5_2_exercise_4(S4 / math.sqrt(2)), "scaled"),
-    ("e1x4-gram", lambda: check_section_5_2_exercise_4(UJ.T @ UJ), "feature_gram"),
-    ("e1x4-weights", lambda: check_section_5_2_exercise_4(softmax(S4)), "returned_weights"),
+    ("e1x4-separate", lambda: check_section_5_2_exercise_4(margins((XJ @ WQ) @ (XJ @ WK).T)),
+     "separate_projections"),
+    ("e1x4-shared-wk", lambda: check_section_5_2_exercise_4(margins((XJ @ WK) @ (XJ @ WK).T)), "shared_w_k"),
+    ("e1x4-no-projection", lambda: check_section_5_2_exercise_4(margins(XJ @ XJ.T)), "no_projection"),
+    ("e1x4-scaled", lambda: check_section_5_2_exercise_4(M4 / math.sqrt(2)), "scaled"),
+    ("e1x4-gram", lambda: check_section_5_2_exercise_4(margins(UJ.T @ UJ)), "feature_gram"),
+    ("e1x4-weights", lambda: check_section_5_2_exercise_4(margins(softmax(S4))), "returned_weights"),
+    ("e1x4-self-included", lambda: check_section_5_2_exercise_4(np.diag(S4) - S4.max(axis=-1)), "self_included"),
+    ("e1x4-reversed", lambda: check_section_5_2_exercise_4(-M4), "reversed"),
+    ("e1x4-scores", lambda: check_section_5_2_exercise_4(S4), "returned_scores"),
     ("e1x4b-guess-no-scores", lambda: check_section_5_2_exercise_4(None, ["journey"]), None),
     ("e1x4b-scores-None", lambda: check_section_5_2_exercise_4(None, FAV), None),
-    ("e1x4b-capital", lambda: check_section_5_2_exercise_4(S4, ["Journey"]), "not_tokens"),
-    ("e1x4b-index", lambda: check_section_5_2_exercise_4(S4, [1]), "indices"),
-    ("e1x4b-bare-string", lambda: check_section_5_2_exercise_4(S4, "journey"), "bare_string"),
-    ("e1x4b-every", lambda: check_section_5_2_exercise_4(S4, list(JOURNEY.tokens)), "every_token"),
-    ("e1x4b-none", lambda: check_section_5_2_exercise_4(S4, []), "no_token"),
-    ("e1x4b-first", lambda: check_section_5_2_exercise_4(S4, ["Your"]), "wrong_tokens"),
-    ("e1x4b-two", lambda: check_section_5_2_exercise_4(S4, ["journey", "starts"]), "wrong_tokens"),
+    ("e1x4b-capital", lambda: check_section_5_2_exercise_4(M4, ["Journey"]), "not_tokens"),
+    ("e1x4b-index", lambda: check_section_5_2_exercise_4(M4, [1]), "indices"),
+    ("e1x4b-bare-string", lambda: check_section_5_2_exercise_4(M4, "journey"), "bare_string"),
+    ("e1x4b-every", lambda: check_section_5_2_exercise_4(M4, list(JOURNEY.tokens)), "every_token"),
+    ("e1x4b-none", lambda: check_section_5_2_exercise_4(M4, []), "no_token"),
+    ("e1x4b-first", lambda: check_section_5_2_exercise_4(M4, ["Your"]), "wrong_tokens"),
+    ("e1x4b-two", lambda: check_section_5_2_exercise_4(M4, ["journey", "starts"]), "wrong_tokens"),
     ("e1x4b-right-tokens-wrong-scores",
-     lambda: check_section_5_2_exercise_4((XJ @ WQ) @ (XJ @ WK).T, ["journey"]), "separate_projections"),
-    # E1 exercise 5: entropy
+     lambda: check_section_5_2_exercise_4(margins((XJ @ WQ) @ (XJ @ WK).T), ["journey"]), "separate_projections"),
     # E1 exercise 5: the temperature that gives the row of "journey" 1.5 nats
     ("e1x5-bits", lambda: check_attention_entropy(t_for_entropy(ROW5, 1.5 * math.log(2))), "bits"),
     ("e1x5-scaled", lambda: check_attention_entropy(t_for_entropy(ROW5 / math.sqrt(2), 1.5)), "scaled"),
@@ -327,9 +339,9 @@ RIGHT = [
     ("e1x3-numpy-int", lambda: check_flops(np.int64(math.isqrt(10**12 // (4 * D3))))),
     ("e1x3-floor", lambda: check_flops(math.floor(math.sqrt(1e12 / (4 * 512))))),
     # E1 exercise 4
-    ("e1x4-exact", lambda: check_section_5_2_exercise_4(S4, FAV)),
-    ("e1x4-2dp-tuple", lambda: check_section_5_2_exercise_4(S4.round(2), ("journey",))),
-    ("e1x4-array-of-names", lambda: check_section_5_2_exercise_4(S4, np.array(["journey"]))),
+    ("e1x4-exact", lambda: check_section_5_2_exercise_4(M4, FAV)),
+    ("e1x4-2dp-tuple", lambda: check_section_5_2_exercise_4(M4.round(2), ("journey",))),
+    ("e1x4-array-of-names", lambda: check_section_5_2_exercise_4(M4, np.array(["journey"]))),
     # E1 exercise 5
     ("e1x5-exact", lambda: check_attention_entropy(T5)),
     ("e1x5-3dp", lambda: check_attention_entropy(round(T5, 3))),
@@ -366,7 +378,7 @@ LESSON_STYLE = [
     ("e1x3", lambda: check_flops(max(n for n in range(20_000, 25_000)
                                      if attention.attention_flops(n, n, 512, 512) <= 10**12))),
     ("e1x4", lambda: check_section_5_2_exercise_4(
-        attention.attention_scores(XJ @ WQ, XJ @ WQ, scale=1.0),
+        margins(attention.attention_scores(XJ @ WQ, XJ @ WQ, scale=1.0)),
         [JOURNEY.tokens[i] for i in range(6) if np.argmax(S4[i]) == i])),
     ("e1x5", lambda: check_attention_entropy(min(
         np.arange(0.1, 1.0, 0.0005),

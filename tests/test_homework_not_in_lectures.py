@@ -63,6 +63,7 @@ def _right_answers():
                    [-1.3, -0.6, 0.0], [0.1, -0.1, 0.6], [-2.3, -0.2, -1.2]])
     u = journey.inputs @ journey.w_q
     s4 = u @ u.T
+    m4 = np.array([s4[i, i] - np.delete(s4[i], i).max() for i in range(6)])
     row5 = (journey.q @ journey.k.T)[1]   # the query "journey"
     lo, hi = 0.01, 10.0                      # the temperature of entropy 1.5 nats, by bisection
     for _ in range(200):
@@ -80,8 +81,8 @@ def _right_answers():
         "e1_v2": ((e + 1) * np.array([2.0, 1.0]) - np.array([1.0, 2.0])) / e,
         "e1_sentence": _softmax(x2 @ x2.T),
         "e1_n_max": n_max,
-        "e1_scores_shared": s4,
-        "e1_favourites": [t for i, t in enumerate(journey.tokens) if s4[i, i] >= s4[i].max()],
+        "e1_margins": m4,
+        "e1_favourites": [t for i, t in enumerate(journey.tokens) if m4[i] >= 0],
         "e1_entropy_t": (lo + hi) / 2,
         "e2_weights": w_today,
         "e2_context": w_today @ x_today,
@@ -126,8 +127,8 @@ GRADED = (
     Graded("E1 ex1", "check_section_5_2_exercise_1", ("e1_v2",), 0, 2, "array"),
     Graded("E1 ex2", "check_section_5_2_exercise_2", ("e1_sentence",), 0, 2, "array"),
     Graded("E1 ex3", "check_flops", ("e1_n_max",), 0, 0),
-    Graded("E1 ex4a", "check_section_5_2_exercise_4", ("e1_scores_shared",), 0, 2, "array"),
-    Graded("E1 ex4b", "check_section_5_2_exercise_4", ("e1_scores_shared", "e1_favourites"), 1, None,
+    Graded("E1 ex4a", "check_section_5_2_exercise_4", ("e1_margins",), 0, 2, "array"),
+    Graded("E1 ex4b", "check_section_5_2_exercise_4", ("e1_margins", "e1_favourites"), 1, None,
            "tokens"),
     Graded("E1 ex5", "check_attention_entropy", ("e1_entropy_t",), 0, 3),
     Graded("E2 ex1", "check_i_am_happy_weights", ("e2_weights",), 0, 2, "array"),

@@ -432,34 +432,44 @@ def _favourites_verdict(answer, tokens):
     return found, None
 
 
-@_never_raise
-def check_section_5_2_exercise_4(scores, favourites=None):
-    """Check Section 5.2, exercise 4: the scores with one shared projection W^Q = W^K = W.
+def _margins(scores):
+    """Each row's self-score minus the largest other score of the row: S_ii - max_{j != i} S_ij."""
+    s = np.asarray(scores, dtype=float)
+    others = np.where(np.eye(*s.shape, dtype=bool), -np.inf, s)
+    return np.diag(s) - others.max(axis=-1)
 
-    The inputs X of the "journey" sentence and W = its ``w_q`` (``load_example("journey")``):
-    part (a) is the unscaled scores with W used for both queries and keys; part (b),
-    ``favourites``, is the list of tokens whose self-score is the largest score of their
-    row. Part (b) is only checked together with right scores from part (a): the tokens are
-    read off those scores, not guessed.
+
+@_never_raise
+def check_section_5_2_exercise_4(margins, favourites=None):
+    """Check Section 5.2, exercise 4: how far each token's self-score is from winning its row.
+
+    The inputs X of the "journey" sentence and W = its ``w_q`` (``load_example("journey")``),
+    used for both queries and keys, give the unscaled scores S = (XW)(XW)^T. Part (a) is
+    each row's margin, S_ii - max_{j != i} S_ij (one number per token: positive when the
+    token scores itself above every other key); part (b), ``favourites``, is the list of
+    tokens that score themselves highest. Part (b) is only checked together with right
+    margins from part (a): the tokens are read off them, not guessed.
 
     Parameters
     ----------
-    scores : array_like, shape (6, 6)
-        The unscaled scores with the shared projection.
+    margins : array_like, shape (6,)
+        One margin per token (row).
     favourites : list of str, optional
         Token names exactly as in ``journey.tokens``; ``[]`` means "none".
 
     Returns
     -------
     CheckResult
-        Mistakes recognised for ``scores``: ``separate_projections`` (W^K kept apart from
-        W^Q), ``shared_w_k`` (shared the key matrix instead), ``no_projection`` (X X^T),
+        Mistakes recognised for ``margins``: ``self_included`` (the self-score left among
+        the others), ``reversed`` (the other way round), ``returned_scores`` (the 6 x 6
+        scores themselves), ``separate_projections`` (W^K kept apart from W^Q),
+        ``shared_w_k`` (shared the key matrix instead), ``no_projection`` (X X^T),
         ``scaled`` (divided by sqrt(d_k)), ``divided_by_d_k``, ``feature_gram`` (the
-        transpose on the wrong factor), ``returned_weights`` (softmax of the scores), then
+        transpose on the wrong factor), ``returned_weights`` (margins of the softmax), then
         ``wrong_shape`` / ``wrong_values``. For ``favourites``: ``every_token``,
         ``no_token``, ``bare_string`` (a string, not a list), ``indices`` (row numbers, not
         names), ``not_tokens`` (names not written as in ``journey.tokens``),
-        ``wrong_tokens``; "not yet" when favourites come without the scores.
+        ``wrong_tokens``; "not yet" when favourites come without the margins.
 
     Examples
     --------
@@ -470,65 +480,75 @@ def check_section_5_2_exercise_4(scores, favourites=None):
     x, w_q, w_k = ex.inputs, ex.w_q, ex.w_k
     d_k = w_q.shape[-1]
     p = x @ w_q
-    exact = p @ p.T
-    n = exact.shape[0]
+    scores = p @ p.T
+    exact = _margins(scores)
+    n = scores.shape[0]
     fav_given = not (favourites is None or (isinstance(favourites, str) and not favourites.strip()))
-    if _is_empty(scores):
+    if _is_empty(margins):
         if fav_given:
             return _not_yet(
-                "Part (b) is checked together with your scores from part (a), since the tokens are "
-                "read off them: pass scores_shared as well."
+                "Part (b) is checked together with your margins from part (a), since the tokens are "
+                "read off them: pass margins_shared as well."
             )
-        return _not_yet("No scores yet: compute them with W = journey.w_q for both roles.")
+        return _not_yet("No margins yet: compute the scores with W = journey.w_q for both roles, then "
+                        "each row's margin.")
     mistakes = [
-        ("separate_projections", lambda: (x @ w_q) @ (x @ w_k).T,
-         "These are the scores with separate projections, W_q for the queries and W_k for the "
-         "keys; the exercise uses one matrix, W = W_q, for both."),
-        ("shared_w_k", lambda: (x @ w_k) @ (x @ w_k).T,
+        ("self_included", lambda: np.diag(scores) - scores.max(axis=-1),
+         "Your margins compare each self-score with the largest score of its row, itself included, so "
+         "none is above 0; the exercise compares it with the other keys of the row."),
+        ("reversed", lambda: -exact,
+         "Your margins have the wrong sign: the margin is the self-score minus the largest other score."),
+        ("returned_scores", lambda: scores,
+         "These are the shared-projection scores; the margins are one number per row, worked out "
+         "from them."),
+        ("separate_projections", lambda: _margins((x @ w_q) @ (x @ w_k).T),
+         "Your margins come from the scores with separate projections, W_q for the queries and W_k "
+         "for the keys; the exercise uses one matrix, W = W_q, for both."),
+        ("shared_w_k", lambda: _margins((x @ w_k) @ (x @ w_k).T),
          "You shared W_k; the exercise shares the query matrix W_q for both roles."),
-        ("no_projection", lambda: x @ x.T,
-         "These are X X^T, the scores without any projection; project the inputs with W first."),
+        ("no_projection", lambda: _margins(x @ x.T),
+         "Your margins come from X X^T, the scores without any projection; project the inputs with W "
+         "first."),
         ("scaled", lambda: exact / math.sqrt(d_k),
-         "You divided by sqrt(d_k); Section 5.2 works unscaled."),
+         "Your margins come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
         ("divided_by_d_k", lambda: exact / d_k,
-         "You divided by d_k; Section 5.2 does not scale the scores."),
-        ("feature_gram", lambda: p.T @ p,
-         "This is a d_k x d_k matrix over features, with the transpose on the other factor; the "
-         "scores pair tokens: n x n."),
-        ("returned_weights", lambda: attention.softmax(exact),
-         "These are weights (a softmax of the scores); the exercise asks for the scores themselves."),
+         "Your margins come from scores divided by d_k; Section 5.2 does not scale the scores."),
+        ("feature_gram", lambda: _margins(p.T @ p),
+         "Your margins come from a d_k x d_k matrix over features, with the transpose on the other "
+         "factor; the scores pair tokens: n x n."),
+        ("returned_weights", lambda: _margins(attention.softmax(scores)),
+         "Your margins are those of weights (a softmax of the scores); the exercise asks for the "
+         "margins of the scores themselves."),
     ]
-    result = _match(scores, exact, mistakes, what="scores", atol=HAND_ATOL)
+    result = _match(margins, exact, mistakes, what="margins", atol=HAND_ATOL)
     if result is not None:
         return result
     if not fav_given:
         return _with_precision_note(
-            _correct("Right: the scores with one shared projection. Now part (b)."), scores
+            _correct("Right: one margin per token, with the shared projection. Now part (b)."), margins
         )
-    expected = {i for i in range(n) if exact[i, i] >= exact[i].max()}
+    expected = {i for i in range(n) if exact[i] >= 0}
     got, refused = _favourites_verdict(favourites, ex.tokens)
     if refused is not None:
         return refused
     if got == expected:
         return _with_precision_note(
-            _correct("Right: the shared-projection scores, and the tokens that score themselves highest."),
-            scores,
+            _correct("Right: the margins, and the tokens that score themselves highest."),
+            margins,
         )
     if got == set(range(n)):
         return _incorrect(
             "every_token",
-            "Not every token scores itself highest. Compare each self-score with the other "
-            "entries of its row in your scores.",
+            "Not every token scores itself highest. Read it off your margins.",
         )
     if not got:
         return _incorrect(
             "no_token",
-            "At least one token scores itself highest. Compare each self-score with the other "
-            "entries of its row in your scores.",
+            "At least one token scores itself highest. Read it off your margins.",
         )
     return _incorrect(
         "wrong_tokens",
-        "Not those tokens. Compare each self-score with the other entries of its row in your scores.",
+        "Not those tokens. Read them off your margins.",
     )
 
 
