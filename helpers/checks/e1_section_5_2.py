@@ -1,4 +1,9 @@
-"""Checks of E1, *Section 5.2: Dot-Product Attention — The Core Mechanism*: its five exercises."""
+"""Checks of E1, *Section 5.2: Dot-Product Attention — The Core Mechanism*: its five exercises.
+
+The docstrings say what each check compares and which mistakes it names; they hold no answer.
+Worked examples of right and wrong answers are in the tests (tests/test_checks.py and
+tests/test_checks_corpus_e1_e3.py).
+"""
 
 from __future__ import annotations
 
@@ -14,115 +19,166 @@ from helpers.checks._core import (
     _as_number,
     _as_real_array,
     _correct,
-    _document_rows,
     _incorrect,
     _is_empty,
     _match,
     _never_raise,
     _not_a_number,
     _not_yet,
-    _quoted,
     record,
 )
+
+# ---------------------------------------------------------------------------
+# Shared by E1-E3: a note for answers computed in low precision
+# ---------------------------------------------------------------------------
+
+_DIGITS = {np.dtype(np.float32): 7, np.dtype(np.float16): 3}
+
+
+def _low_precision(answer):
+    """The dtype of ``answer`` when it is float32 or float16 (a NumPy array or scalar), else None."""
+    dtype = getattr(answer, "dtype", None)
+    if dtype is None and isinstance(answer, (list, tuple)) and answer:
+        dtype = getattr(answer[0], "dtype", None)
+    try:
+        dtype = np.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        return None
+    return dtype if dtype in _DIGITS else None
+
+
+def _with_precision_note(result, *answers):
+    """``result``, with a sentence on precision added when it is correct and an answer is float32/16."""
+    if not result or result.status != "correct":
+        return result
+    dtype = next((d for d in map(_low_precision, answers) if d is not None), None)
+    if dtype is None:
+        return result
+    return _correct(
+        f"{result.message} (Your answer is {dtype.name}, which keeps about {_DIGITS[dtype]} "
+        "significant digits: enough for this check, though NumPy computes in float64 unless told "
+        "otherwise.)"
+    )
+
 
 # ---------------------------------------------------------------------------
 # Exercise 1 of Section 5.2
 # ---------------------------------------------------------------------------
 
+EXERCISE_1_Q = np.array([[1.0, 0.0], [0.0, 1.0]])
+EXERCISE_1_K = np.array([[1.0, 0.0], [1.0, 1.0]])
+EXERCISE_1_V1 = np.array([1.0, 2.0])
+EXERCISE_1_TARGET = np.array([2.0, 1.0])
+"""E1's exercise 1 runs attention backwards: with these Q and K (unscaled) and the first value
+row v1, which second value row v2 makes the second query's output ``EXERCISE_1_TARGET``? Lesson
+03 computes outputs from given values; the exercise asks for the values behind an output. K is
+not symmetric, so a forgotten transpose shows."""
+
 
 @_never_raise
-def check_section_5_2_exercise_1(out, weights=None):
-    """Check Section 5.2, exercise 1: the unscaled attention output, by hand.
+def check_section_5_2_exercise_1(v2, weights=None):
+    """Check Section 5.2, exercise 1: the value row v2 behind a given output, by hand.
 
-    Q = [[1, 0], [0, 1]], K = V = [[1, 1], [1, 0]]; Section 5.2 works
-    *unscaled*, so the answer is ``softmax(Q K^T) V`` (about
-    [[1, 0.5], [1, 0.7311]]), with weights about [[0.5, 0.5], [0.7311, 0.2689]].
+    Q = :data:`EXERCISE_1_Q`, K = :data:`EXERCISE_1_K`, unscaled as in Section 5.2; V has
+    the rows :data:`EXERCISE_1_V1` and ``v2``, and the second query's output is to be
+    :data:`EXERCISE_1_TARGET`.
 
     Parameters
     ----------
-    out : array_like, shape (2, 2)
-        The attention output, one row per query.
+    v2 : array_like, shape (2,)
+        The second row of V.
     weights : array_like, shape (2, 2), optional
-        The attention weights as well, checked when given.
+        The attention weights (one row per query), checked when given.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order (``mistake`` names): ``scaled``
-        (divided the scores by sqrt(d_k)), ``divided_by_d_k``, ``wrong_axis``
-        (softmax over the queries, axis=0), ``returned_weights`` (the weights instead of the
-        output), ``no_softmax`` (scores @ V), ``transposed``, then
-        ``wrong_shape`` / ``wrong_values``; ``wrong_type``, ``complex``,
+        Mistakes recognised (``mistake`` names) for ``v2``: ``scaled`` (weights from scores
+        divided by sqrt(d_k)), ``divided_by_d_k``, ``wrong_axis`` (softmax over the
+        queries), ``equal_weights`` (the first query's weights, or Q K instead of Q K^T),
+        ``weights_swapped``, ``forgot_v1`` (v1's share not taken away), ``target_as_value``
+        (the output itself, as no softmax gives), ``softmax_whole_matrix``, then
+        ``wrong_shape`` / ``wrong_values``; for ``weights``: ``scaled``,
+        ``divided_by_d_k``, ``wrong_axis``, ``no_transpose``, ``no_softmax``,
+        ``softmax_whole_matrix``, ``transposed``; ``wrong_type``, ``complex``,
         ``not_finite`` for answers that are not finite real numbers.
 
     Examples
     --------
-    >>> print(check_section_5_2_exercise_1([[1, 0.5], [1, 0.73]]))
-    ✅ correct: Right: softmax(Q K^T) V, unscaled as in Section 5.2.
-    >>> check_section_5_2_exercise_1([[1, 0.5], [1, 0.67]]).mistake
-    'scaled'
     >>> check_section_5_2_exercise_1(None).status
     'not yet'
     """
-    ex = examples.load_example("section_5_2_exercise_1")
-    q, k, v = ex.q, ex.k, ex.v
+    q, k, v1, target = EXERCISE_1_Q, EXERCISE_1_K, EXERCISE_1_V1, EXERCISE_1_TARGET
     d_k = q.shape[-1]
+    scores = q @ k.T
 
-    def attn(scale=1.0, axis=-1, keys=None):
-        w = attention.softmax(q @ (k.T if keys is None else keys) * scale, axis=axis)
-        return w @ v, w
+    def weights_of(scale=1.0, axis=-1, keys=None):
+        return attention.softmax(q @ (k.T if keys is None else keys) * scale, axis=axis)
 
-    out_exact, w_exact = attn()
-    out_mistakes = [
-        ("scaled", lambda: attn(scale=1 / math.sqrt(d_k))[0],
-         "You divided the scores by sqrt(d_k); Section 5.2 works unscaled: softmax(Q K^T) V."),
-        ("divided_by_d_k", lambda: attn(scale=1 / d_k)[0],
-         "You divided the scores by d_k; Section 5.2 does not scale at all (and the "
-         "scaled version divides by sqrt(d_k), not d_k)."),
-        ("wrong_axis", lambda: attn(axis=0)[0],
-         "Your softmax normalised the columns (axis=0); normalise each row over the keys (axis=-1)."),
-        ("returned_weights", lambda: w_exact,
-         "These are the attention weights; the output multiplies them by V."),
-        ("no_softmax", lambda: (q @ k.T) @ v,
-         "You multiplied the raw scores by V; turn each row of scores into weights with softmax first."),
-        ("softmax_whole_matrix", lambda: attention.softmax((q @ k.T).ravel()).reshape(2, 2) @ v,
-         "Your softmax normalised the whole score matrix at once, so all four weights sum to 1; "
-         "normalise each row (one query) on its own, over the keys (axis=-1)."),
-        ("transposed", lambda: out_exact.T,
-         "Your output is transposed: one row per query, one column per value dimension."),
+    def solve(row):
+        """v2 from the second query's weights ``row`` = (a, b): a v1 + b v2 = target."""
+        return (target - row[0] * v1) / row[1]
+
+    w_exact = weights_of()
+    exact = solve(w_exact[1])
+    whole = attention.softmax(scores.ravel()).reshape(scores.shape)
+    v2_mistakes = [
+        ("scaled", lambda: solve(weights_of(scale=1 / math.sqrt(d_k))[1]),
+         "Your v2 follows from weights whose scores were divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("divided_by_d_k", lambda: solve(weights_of(scale=1 / d_k)[1]),
+         "Your v2 follows from scores divided by d_k; Section 5.2 does not scale at all."),
+        ("wrong_axis", lambda: solve(weights_of(axis=0)[1]),
+         "Your v2 follows from a softmax over the columns (axis=0); each query's row of weights "
+         "should sum to 1."),
+        ("equal_weights", lambda: solve(w_exact[0]),
+         "Your v2 follows from equal weights on the two keys: those are the first query's weights "
+         "(or the second query's with Q K in place of Q K^T). The output asked for is the second "
+         "query's."),
+        ("weights_swapped", lambda: solve(w_exact[1][::-1]),
+         "Your v2 follows from the second query's two weights in the wrong order: which key does "
+         "each weight belong to?"),
+        ("forgot_v1", lambda: target / w_exact[1][1],
+         "Your v2 leaves out the share of the output that v1 brings: the output mixes both value rows."),
+        ("target_as_value", lambda: target,
+         "That is the output asked for; the value row behind it differs, since the output mixes v1 "
+         "and v2 (without a softmax the weights would be the raw scores, [0, 1])."),
+        ("softmax_whole_matrix", lambda: solve(whole[1]),
+         "Your v2 follows from a softmax over the whole score matrix at once; each row (one query) "
+         "should sum to 1 on its own."),
     ]
-    result = None
-    if not _is_empty(out):
-        result = _match(out, out_exact, out_mistakes, what="output", atol=HAND_ATOL)
+    if not _is_empty(v2):
+        result = _match(v2, exact, v2_mistakes, what="v2", atol=HAND_ATOL)
         if result is not None:
             return result
-    if weights is None or (_is_empty(weights) and _is_empty(out)):
-        if _is_empty(out):
-            return _not_yet("No output yet: compute softmax(Q K^T) V and pass it to this check.")
-        return _correct("Right: softmax(Q K^T) V, unscaled as in Section 5.2.")
+    if weights is None or (_is_empty(weights) and _is_empty(v2)):
+        if _is_empty(v2):
+            return _not_yet("No answer yet: compute v2 and pass it to this check.")
+        return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
     w_mistakes = [
-        ("scaled", lambda: attn(scale=1 / math.sqrt(d_k))[1],
-         "Your weights are scaled by 1/sqrt(d_k); Section 5.2 works unscaled: softmax(Q K^T)."),
-        ("divided_by_d_k", lambda: attn(scale=1 / d_k)[1],
+        ("scaled", lambda: weights_of(scale=1 / math.sqrt(d_k)),
+         "Your weights come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("divided_by_d_k", lambda: weights_of(scale=1 / d_k),
          "Your weights come from scores divided by d_k; Section 5.2 does not scale."),
-        ("wrong_axis", lambda: attn(axis=0)[1],
+        ("wrong_axis", lambda: weights_of(axis=0),
          "Your softmax normalised the columns (axis=0); each row (one query) should sum to 1."),
-        ("no_softmax", lambda: q @ k.T,
-         "These are the raw scores Q K^T; the weights are their softmax, row by row."),
-        ("softmax_whole_matrix", lambda: attention.softmax((q @ k.T).ravel()).reshape(2, 2),
+        ("no_transpose", lambda: weights_of(keys=k),
+         "Your weights come from Q K, not Q K^T: a score pairs a row of Q with a row of K."),
+        ("no_softmax", lambda: scores,
+         "These are the raw scores; the weights are one step further."),
+        ("softmax_whole_matrix", lambda: whole,
          "Your weights add up to 1 over the whole matrix; each row (one query) should sum to 1 on its own."),
         ("transposed", lambda: w_exact.T, "Your weights are transposed: one row per query."),
     ]
     w_result = _match(weights, w_exact, w_mistakes, what="weights", atol=HAND_ATOL)
-    if _is_empty(out):
+    if _is_empty(v2):
         if w_result is None:
-            return _not_yet("Your weights are right; now multiply them by V for the output.")
+            return _not_yet("Your weights are right; now find v2 from them.")
         return w_result
     if w_result is None:
-        return _correct("Right: the weights softmax(Q K^T) and the output softmax(Q K^T) V, unscaled.")
+        return _with_precision_note(_correct("Right: the weights, and the value row behind the output."), v2, weights)
     if w_result.status == "not yet":
-        return _correct("Right: softmax(Q K^T) V, unscaled as in Section 5.2.")
-    return CheckResult(w_result.status, "Your output is right, but: " + w_result.message, w_result.mistake)
+        return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
+    return CheckResult(w_result.status, "Your v2 is right, but: " + w_result.message, w_result.mistake)
 
 
 # ---------------------------------------------------------------------------
@@ -130,173 +186,196 @@ def check_section_5_2_exercise_1(out, weights=None):
 # ---------------------------------------------------------------------------
 
 
+FLOP_BUDGET = 10**12
+"""E1's exercise 3 asks for the longest sequence whose two products fit this many FLOPs at the
+``exercise_3_d`` of ``load_example("complexity_5_2")``. Lesson 03 counts the FLOPs of given
+sizes; the exercise runs the count backwards."""
+
 
 @_never_raise
 def check_flops(answer):
-    """Check Section 5.2, exercise 3: the FLOPs of attention for n = 1000, d = 512.
+    """Check Section 5.2, exercise 3: the largest n whose attention fits :data:`FLOP_BUDGET`.
 
-    The convention of :func:`helpers.attention.attention_flops`: a multiply-add
-    is 2 FLOPs and the two matrix products are counted, Q K^T (2 n^2 d) and
-    weights @ V (2 n^2 d), so the answer is 4 n^2 d = 2.048e9. The softmax
-    (a few n^2) is left out; answers within 2.5 % are accepted (so 2e9 and
-    2.048e9 plus a softmax term both pass).
-
-    Decision on 1.024e9: it is marked **incorrect** (``multiply_adds_or_one_matmul``),
-    because the exercise asks for floating-point operations; the message says
-    that it is right as a count of multiply-adds, and that it is also what one
-    of the two products alone costs in FLOPs, since the two readings give the
-    same number.
+    d_k = d_v = d is the ``exercise_3_d`` of ``load_example("complexity_5_2").given``;
+    the count is that of :func:`helpers.attention.attention_flops` (a multiply-add is 2
+    FLOPs, both matrix products are counted, the softmax is left out), and n is a whole
+    number of tokens.
 
     Parameters
     ----------
     answer : number
-        A number such as 2.048e9 or 2_048_000_000. Text ("2,048,000,000") is
+        A whole number (``22_000``, ``2.2e4`` and a NumPy integer are numbers). Text is
         refused with a hint on writing it as a number.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``multiply_adds_or_one_matmul`` (1.024e9),
-        ``n_d_swapped`` (4 n d^2 = 1.049e9, or n d^2), ``n2d_only`` (n^2 d = 5.12e8: one product, multiply-adds),
-        ``counted_scores`` (n^2 = 1e6),
-        ``not_a_number``, ``not_finite``, ``wrong_value``.
+        Mistakes recognised: ``over_budget`` (one token too many), ``not_whole`` (a
+        fraction of a token), ``multiply_adds_or_one_product`` (a multiply-add counted
+        once, or one product counted), ``one_product_multiply_adds``, ``n_d_swapped``,
+        ``no_square_root`` (n^2 given for n), ``precision`` (a float16 number), ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
-    >>> print(check_flops(2.048e9))
-    ✅ correct: Right: 4 n^2 d = 2,048,000,000 FLOPs (2 n^2 d for Q K^T and 2 n^2 d for weights @ V).
-    >>> check_flops(1_048_576_000).mistake
-    'n_d_swapped'
-    >>> check_flops("2,048,000,000").mistake
+    >>> check_flops("a lot").mistake
     'not_a_number'
     """
     if _is_empty(answer):
-        return _not_yet("No answer yet: how many floating-point operations for n = 1000, d = 512?")
+        return _not_yet("No answer yet: how many tokens?")
+    if _low_precision(answer) == np.dtype(np.float16):
+        return _incorrect(
+            "precision",
+            "Your answer is a float16 number, which keeps only about 3 significant digits. Give a "
+            "Python int, or a NumPy int64 or float64.",
+        )
     value = _as_number(answer)
     if value is None:
-        return _not_a_number(answer, "count")
+        return _not_a_number(answer, "number of tokens")
     if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your count ({value}) is not a finite number.")
-    given = examples.load_example("complexity_5_2").given
-    n, d = int(given["exercise_3_n"]), int(given["exercise_3_d"])
-    exact = attention.attention_flops(n, n, d, d)
+        return _incorrect("not_finite", f"Your number of tokens ({value}) is not a finite number.")
+    d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
+    budget = FLOP_BUDGET
 
-    def near(x, rtol):
-        return abs(value - x) <= rtol * abs(x)
+    def largest(cost_of_n_squared):
+        """The largest whole n with cost_of_n_squared * n^2 <= budget."""
+        n = math.isqrt(budget // cost_of_n_squared)
+        while (n + 1) ** 2 * cost_of_n_squared <= budget:
+            n += 1
+        return n
 
-    right = (
-        f"Right: 4 n^2 d = {exact:,} FLOPs (2 n^2 d for Q K^T and 2 n^2 d for weights @ V)."
+    exact = largest(4 * d)
+    assert attention.attention_flops(exact, exact, d, d) <= budget < attention.attention_flops(
+        exact + 1, exact + 1, d, d
     )
-    wrote = f"You wrote {value:,.0f}"
+    record("number", "number of tokens", exact, [], 0.0, 0.0)
+    if value == exact:
+        return _with_precision_note(
+            _correct(f"Right: {exact:,} tokens; one more and the two products cost more than "
+                     f"{budget:,} FLOPs."), answer
+        )
+    if value == exact + 1:
+        return _incorrect(
+            "over_budget",
+            f"With {exact + 1:,} tokens the two products cost more than the budget: the task asks for "
+            "the largest n that stays within it.",
+        )
+    if abs(value - math.sqrt(budget / (4 * d))) < 1 and value != round(value):
+        return _incorrect(
+            "not_whole",
+            f"You wrote {value:g}, a fraction of a token: n counts tokens, so give the largest whole "
+            "number that stays within the budget.",
+        )
     mistakes = [
-        (exact // 2, "multiply_adds_or_one_matmul",
-         f"{wrote}, which is 2 n^2 d. That is right as a count of multiply-adds, but a multiply-add "
-         "is 2 FLOPs. It is also the FLOPs of only one of the two products (Q K^T or weights @ V); "
-         "count both, with 2 FLOPs per multiply-add."),
-        (4 * n * d * d, "n_d_swapped",
-         f"{wrote}, which is 4 n d^2: n and d are swapped. Each product makes n x n scores (or "
-         "outputs), each a dot product of length d, so it costs 2 n^2 d FLOPs."),
-        (n * n * d, "n2d_only",
-         f"{wrote}, which is n^2 d: the multiply-adds of one product only. There are two products "
-         "(Q K^T and weights @ V), and each multiply-add is 2 FLOPs."),
-        (n * n, "counted_scores",
-         f"{wrote}, which is n^2: the number of scores (query-key pairs), not of operations. Each "
-         "score costs a dot product of length d, and the weights @ V product costs as much again."),
-        (n * d * d, "n_d_swapped",
-         f"{wrote}, which is n d^2: n and d are swapped, and the two products and the 2 FLOPs per "
-         "multiply-add are missing. Each product costs 2 n^2 d."),
+        (largest(2 * d), "multiply_adds_or_one_product",
+         "That n fits the budget if a multiply-add counts as one operation, or with one product's "
+         "FLOPs: the exercise counts both products, and a multiply-add as two operations."),
+        (largest(d), "one_product_multiply_adds",
+         "That n fits the budget with one product's multiply-adds: the exercise counts both products, "
+         "and a multiply-add as two operations."),
+        (budget / (4 * d * d), "n_d_swapped",
+         "That n comes from 4 n d^2: n and d are swapped. Look again at the shape of Q K^T and at "
+         "the length of each dot product in it."),
+        (budget / (4 * d), "no_square_root",
+         "That is the budget divided by 4 d, which is n^2, not n."),
     ]
-    record("number", "count", exact, [(name, target) for target, name, _ in mistakes], 0.0, 0.01)
-    # The right count within 2.5 % (2e9 passes); a mistake within 1 %, so that 4 n d^2, 2.4 %
-    # from 2 n^2 d, is named for what it is.
-    if near(exact, 0.025):
-        return _correct(right)
     for target, name, message in mistakes:
-        if near(target, 0.01):
-            return _incorrect(name, message)
+        if abs(value - target) <= max(1.0, 1e-6 * abs(target)):
+            return _incorrect(name, f"You wrote {value:,.0f}. {message}")
     return _incorrect(
         "wrong_value",
-        f"You wrote {value:,.0f}, which is not the count. Count the multiply-adds of Q K^T "
-        "(n x n scores, each a dot product of length d) "
-        "and of weights @ V, at 2 FLOPs each.",
+        f"You wrote {value:,.0f}, which is not that n. Write the cost of attention as a function of "
+        "n and d first, as lesson 03 counts it.",
     )
 
 
 # ---------------------------------------------------------------------------
-# Exercise 2 of Section 5.2: the weights of "cat sat mat", drawn
+# Exercise 2 of Section 5.2: the weights of "The cat sat on the mat", drawn
 # ---------------------------------------------------------------------------
+
+SENTENCE_2 = ("The", "cat", "sat", "on", "the", "mat")
+"""The sentence of E1's exercise 2, the one of the section's attention bars."""
+
+EMBEDDINGS_2 = {
+    "the": (0.1, -0.1, 0.6),
+    "cat": (0.1, -0.5, 0.4),
+    "sat": (1.3, 0.9, -0.7),
+    "on": (-1.3, -0.6, 0.0),
+    "mat": (-2.3, -0.2, -1.2),
+}
+"""One random embedding per word, drawn once (``np.random.default_rng(0).normal(size=(5, 3))``)
+and rounded to one decimal; "The" and "the" share one. The exercise's set-up cell holds the
+same numbers."""
+
+
+def _sentence_2_inputs():
+    """X for exercise 2, one row per token of :data:`SENTENCE_2`, and the (5, 3) vocabulary matrix."""
+    x = np.array([EMBEDDINGS_2[t.lower()] for t in SENTENCE_2])
+    vocabulary = np.array(list(EMBEDDINGS_2.values()))
+    return x, vocabulary
 
 
 @_never_raise
 def check_section_5_2_exercise_2(weights):
-    """Check Section 5.2, exercise 2: the unscaled weights of the "cat sat mat" sentence.
+    """Check Section 5.2, exercise 2: the unscaled weights of "The cat sat on the mat".
 
-    The sentence of the section's worked example (``load_example("cat_sat_mat")``,
-    Q = K = V = X, W = I); the answer is ``softmax(Q K^T)`` with no scaling,
-    one row per query, about [[0.4223, 0.1554, 0.4223], [0.1554, 0.4223,
-    0.4223], [0.2119, 0.2119, 0.5761]].
+    The inputs X are the embeddings :data:`EMBEDDINGS_2` of the six tokens of
+    :data:`SENTENCE_2`, with W^Q = W^K = W^V = I, so Q = K = V = X; Section 5.2 works
+    unscaled.
 
     Parameters
     ----------
-    weights : array_like, shape (3, 3)
+    weights : array_like, shape (6, 6)
         The attention weights, one row per query.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``scaled`` (divided the scores by
-        sqrt(d_k)), ``divided_by_d_k``, ``wrong_axis`` (softmax over the
-        queries; with Q = K the scores are symmetric, so this is also the
-        transposed matrix), ``no_softmax`` (the raw scores),
-        ``returned_output`` (weights @ V), ``wrong_shape``, then
-        ``document_rows`` (a row equal to the section's printed Step 2 row for
-        "sat" or "mat", which is wrong) before ``wrong_values``;
+        Mistakes recognised: ``scaled`` (divided the scores by sqrt(d_k)),
+        ``divided_by_d_k``, ``wrong_axis`` (softmax over the queries; with Q = K the scores
+        are symmetric, so this is also the transposed matrix), ``no_softmax`` (the raw
+        scores), ``softmax_whole_matrix``, ``returned_output`` (weights @ V),
+        ``vocabulary_rows`` (one row per word of the vocabulary, 5 x 5, instead of one per
+        token), ``feature_gram`` (X^T X, 3 x 3), then ``wrong_shape`` / ``wrong_values``;
         ``wrong_type``, ``complex``, ``not_finite``.
 
     Examples
     --------
-    >>> w = [[0.42, 0.16, 0.42], [0.16, 0.42, 0.42], [0.21, 0.21, 0.58]]
-    >>> print(check_section_5_2_exercise_2(w))
-    ✅ correct: Right: softmax(Q K^T) row by row, unscaled as in Section 5.2; every row sums to 1.
-    >>> check_section_5_2_exercise_2([[0.42, 0.16, 0.42], [0.18, 0.33, 0.49], [0.18, 0.18, 0.64]]).mistake
-    'document_rows'
+    >>> check_section_5_2_exercise_2(None).status
+    'not yet'
     """
-    ex = examples.load_example("cat_sat_mat")
-    q, k, v = ex.q, ex.k, ex.v
-    d_k = q.shape[-1]
-    scores = q @ k.T
+    x, vocabulary = _sentence_2_inputs()
+    d_k = x.shape[-1]
+    scores = x @ x.T
     exact = attention.softmax(scores)
     arr, result = _as_real_array(weights, "weights")
     if result is not None:
         return result
     mistakes = [
         ("scaled", lambda: attention.softmax(scores / math.sqrt(d_k)),
-         "You divided the scores by sqrt(d_k); Section 5.2 works unscaled: softmax(Q K^T)."),
+         "You divided the scores by sqrt(d_k); Section 5.2 works unscaled."),
         ("divided_by_d_k", lambda: attention.softmax(scores / d_k),
          "You divided the scores by d_k; Section 5.2 does not scale them at all."),
         ("wrong_axis", lambda: attention.softmax(scores, axis=0),
-         "Your softmax normalised the columns (axis=0); normalise each row over the keys "
-         "(axis=-1). Here Q = K, so this is also the right matrix transposed."),
+         "Your softmax normalised the columns (axis=0); each query's row should sum to 1. "
+         "(Here Q = K, so this is also the right matrix transposed.)"),
         ("no_softmax", lambda: scores,
-         "These are the raw scores Q K^T; the weights are their softmax, row by row."),
+         "These are the raw scores; the weights are one step further."),
         ("softmax_whole_matrix", lambda: attention.softmax(scores.ravel()).reshape(scores.shape),
-         "Your softmax normalised the whole matrix at once, so all nine weights sum to 1; "
+         "Your softmax normalised the whole matrix at once, so all 36 weights sum to 1; "
          "normalise each row (one query) on its own."),
-        ("returned_output", lambda: exact @ v,
+        ("returned_output", lambda: exact @ x,
          "This is the output (weights @ V); the exercise asks for the weights themselves."),
+        ("vocabulary_rows", lambda: attention.softmax(vocabulary @ vocabulary.T),
+         "Your matrix has one row per word of the vocabulary (5), but the sentence has six tokens: "
+         "'The' and 'the' are two tokens that share one embedding, and each gets its own row."),
+        ("feature_gram", lambda: attention.softmax(x.T @ x),
+         "Your matrix is 3 x 3, over the embedding's features (X^T X); the scores pair tokens, "
+         "one row per query token and one column per key token."),
     ]
     result = _match(arr, exact, mistakes, what="weights", atol=HAND_ATOL)
-    if result is not None and result.mistake == "wrong_values":
-        rows = _document_rows(arr, ex, ("weights_row1", "weights_row2"), exact, HAND_ATOL)
-        if rows:
-            return _incorrect(
-                "document_rows",
-                f"Your row for {_quoted(ex.tokens[i] for i in rows)} is the one printed in the "
-                "section's Step 2, which is wrong: it does not follow from the scores. Recompute "
-                "the softmax of those rows.",
-            )
-    return result if result is not None else _correct(
-        "Right: softmax(Q K^T) row by row, unscaled as in Section 5.2; every row sums to 1."
+    return result if result is not None else _with_precision_note(
+        _correct("Right: the unscaled weights, one row per token; every row sums to 1."), weights
     )
 
 
@@ -305,136 +384,171 @@ def check_section_5_2_exercise_2(weights):
 # ---------------------------------------------------------------------------
 
 
-def _as_token_set(answer, tokens):
-    """A set of row indices from token names (any case) or integer indices, else None."""
+def _favourites_verdict(answer, tokens):
+    """``(set of row indices, None)`` for a list of token names, else ``(None, CheckResult)``.
+
+    Names must be written as in ``tokens`` (case and all); a bare string, indices, or
+    anything else is refused with its own message.
+    """
+    shown = ", ".join(repr(t) for t in tokens)
     if isinstance(answer, str):
-        items = [answer]
-    elif isinstance(answer, np.ndarray):
+        return None, _incorrect(
+            "bare_string",
+            f"Your favourites are the text {answer!r}; give a list of token names, even for one "
+            "token (put it in square brackets), or [] for none.",
+        )
+    if isinstance(answer, np.ndarray):
         items = list(answer.ravel())
     elif isinstance(answer, (list, tuple, set, frozenset)):
         items = list(answer)
     else:
-        return None
-    lower = [t.lower() for t in tokens]
+        return None, _incorrect(
+            "not_tokens",
+            f"Your favourites are a {type(answer).__name__}; give a list of token names from "
+            f"journey.tokens ({shown}), or [] for none.",
+        )
     found = set()
     for item in items:
-        if isinstance(item, str):
-            name = item.strip().strip("'\"").lower()
-            if name not in lower:
-                return None
-            found.add(lower.index(name))
-        elif isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_)):
-            if not 0 <= int(item) < len(tokens):
-                return None
-            found.add(int(item))
-        else:
-            return None
-    return found
+        if isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            return None, _incorrect(
+                "indices",
+                "Your favourites hold row numbers; give the tokens' names, as they are written in "
+                f"journey.tokens ({shown}).",
+            )
+        if not isinstance(item, str):
+            return None, _incorrect(
+                "not_tokens",
+                f"Your favourites hold {type(item).__name__} values; give token names from "
+                f"journey.tokens ({shown}).",
+            )
+        if item not in tokens:
+            near = [t for t in tokens if t.lower() == item.strip().strip("'\"").lower()]
+            hint = f" (did you mean {near[0]!r}? Names are compared exactly)" if near else ""
+            return None, _incorrect(
+                "not_tokens",
+                f"{item!r} is not one of the tokens{hint}. The tokens are {shown}.",
+            )
+        found.add(tokens.index(item))
+    return found, None
+
+
+def _margins(scores):
+    """Each row's self-score minus the largest other score of the row: S_ii - max_{j != i} S_ij."""
+    s = np.asarray(scores, dtype=float)
+    others = np.where(np.eye(*s.shape, dtype=bool), -np.inf, s)
+    return np.diag(s) - others.max(axis=-1)
 
 
 @_never_raise
-def check_section_5_2_exercise_4(scores, favourites=None):
-    """Check Section 5.2, exercise 4: the scores with one shared projection W^Q = W^K = W.
+def check_section_5_2_exercise_4(margins, favourites=None):
+    """Check Section 5.2, exercise 4: how far each token's self-score is from winning its row.
 
-    The inputs X of the "journey" sentence and W = its ``w_q``
-    (``load_example("journey")``): the unscaled scores ``S = (X W)(X W)^T``, a
-    symmetric, positive semi-definite 6 x 6 matrix. ``favourites`` answers part
-    (b): the tokens whose self-score S_ii is the largest score of their row.
-    Only "journey" does: a shared projection guarantees S_ij <= (S_ii + S_jj) / 2,
-    so the token with the largest self-score scores itself highest, but no
-    other token has to.
+    The inputs X of the "journey" sentence and W = its ``w_q`` (``load_example("journey")``),
+    used for both queries and keys, give the unscaled scores S = (XW)(XW)^T. Part (a) is
+    each row's margin, S_ii - max_{j != i} S_ij (one number per token: positive when the
+    token scores itself above every other key); part (b), ``favourites``, is the list of
+    tokens that score themselves highest. Part (b) is only checked together with right
+    margins from part (a): the tokens are read off them, not guessed.
 
     Parameters
     ----------
-    scores : array_like, shape (6, 6)
-        The unscaled scores with the shared projection.
-    favourites : list of str or int, optional
-        Token names (any case) or row indices; ``[]`` means "none".
+    margins : array_like, shape (6,)
+        One margin per token (row).
+    favourites : list of str, optional
+        Token names exactly as in ``journey.tokens``; ``[]`` means "none".
 
     Returns
     -------
     CheckResult
-        Mistakes recognised for ``scores``, in this order:
-        ``separate_projections`` ((X W_q)(X W_k)^T: W^K != W^Q, not symmetric),
-        ``shared_w_k`` (shared the key matrix instead), ``no_projection``
-        (X X^T), ``scaled`` (divided by sqrt(d_k)), ``divided_by_d_k``,
-        ``feature_gram`` ((X W)^T (X W), the transpose on the wrong factor),
-        ``returned_weights`` (softmax of the scores), then ``wrong_shape`` /
-        ``wrong_values``. For ``favourites``: ``every_token`` (assumed each
-        token scores itself highest), ``no_token``, ``not_tokens`` (not names
-        or indices of the six tokens), ``wrong_tokens``.
+        Mistakes recognised for ``margins``: ``self_included`` (the self-score left among
+        the others), ``reversed`` (the other way round), ``returned_scores`` (the 6 x 6
+        scores themselves), ``separate_projections`` (W^K kept apart from W^Q),
+        ``shared_w_k`` (shared the key matrix instead), ``no_projection`` (X X^T),
+        ``scaled`` (divided by sqrt(d_k)), ``divided_by_d_k``, ``feature_gram`` (the
+        transpose on the wrong factor), ``returned_weights`` (margins of the softmax), then
+        ``wrong_shape`` / ``wrong_values``. For ``favourites``: ``every_token``,
+        ``no_token``, ``bare_string`` (a string, not a list), ``indices`` (row numbers, not
+        names), ``not_tokens`` (names not written as in ``journey.tokens``),
+        ``wrong_tokens``; "not yet" when favourites come without the margins.
 
     Examples
     --------
-    >>> ex = examples.load_example("journey")
-    >>> p = ex.inputs @ ex.w_q
-    >>> print(check_section_5_2_exercise_4(p @ p.T, ["journey"]))
-    ✅ correct: Right: S = (X W)(X W)^T is symmetric and only 'journey' scores itself highest.
-    >>> check_section_5_2_exercise_4((ex.inputs @ ex.w_q) @ (ex.inputs @ ex.w_k).T).mistake
-    'separate_projections'
+    >>> check_section_5_2_exercise_4(None).status
+    'not yet'
     """
     ex = examples.load_example("journey")
     x, w_q, w_k = ex.inputs, ex.w_q, ex.w_k
     d_k = w_q.shape[-1]
     p = x @ w_q
-    exact = p @ p.T
-    n = exact.shape[0]
+    scores = p @ p.T
+    exact = _margins(scores)
+    n = scores.shape[0]
     fav_given = not (favourites is None or (isinstance(favourites, str) and not favourites.strip()))
-    if _is_empty(scores) and not fav_given:
-        return _not_yet("No scores yet: compute S = (X W)(X W)^T with W = W_q of the journey example.")
-    if not _is_empty(scores):
-        mistakes = [
-            ("separate_projections", lambda: (x @ w_q) @ (x @ w_k).T,
-             "These are the scores with separate projections, (X W_q)(X W_k)^T, which are not "
-             "symmetric; the exercise shares one matrix: W^Q = W^K = W_q."),
-            ("shared_w_k", lambda: (x @ w_k) @ (x @ w_k).T,
-             "You shared W_k; the exercise shares the query matrix W_q for both roles."),
-            ("no_projection", lambda: x @ x.T,
-             "These are X X^T, the scores without any projection; project first: (X W)(X W)^T."),
-            ("scaled", lambda: exact / math.sqrt(d_k),
-             "You divided by sqrt(d_k); Section 5.2 works unscaled (scaling would not change "
-             "the symmetry anyway)."),
-            ("divided_by_d_k", lambda: exact / d_k,
-             "You divided by d_k; Section 5.2 does not scale the scores."),
-            ("feature_gram", lambda: p.T @ p,
-             "This is (X W)^T (X W), a d_k x d_k matrix over features; the scores pair tokens: "
-             "(X W)(X W)^T, n x n."),
-            ("returned_weights", lambda: attention.softmax(exact),
-             "These are the weights softmax(S); the exercise asks for the scores S themselves."),
-        ]
-        result = _match(scores, exact, mistakes, what="scores", atol=HAND_ATOL)
-        if result is not None:
-            return result
-        if not fav_given:
-            return _correct("Right: with W^Q = W^K = W the scores (X W)(X W)^T are symmetric.")
-    expected = {i for i in range(n) if exact[i, i] >= exact[i].max()}
-    got = _as_token_set(favourites, ex.tokens)
-    if got is None:
-        return _incorrect(
-            "not_tokens",
-            f"Give the tokens as a list of names from {ex.tokens} (or their row indices), "
-            "for example ['Your', 'with'].",
+    if _is_empty(margins):
+        if fav_given:
+            return _not_yet(
+                "Part (b) is checked together with your margins from part (a), since the tokens are "
+                "read off them: pass margins_shared as well."
+            )
+        return _not_yet("No margins yet: compute the scores with W = journey.w_q for both roles, then "
+                        "each row's margin.")
+    mistakes = [
+        ("self_included", lambda: np.diag(scores) - scores.max(axis=-1),
+         "Your margins compare each self-score with the largest score of its row, itself included, so "
+         "none is above 0; the exercise compares it with the other keys of the row."),
+        ("reversed", lambda: -exact,
+         "Your margins have the wrong sign: the margin is the self-score minus the largest other score."),
+        ("returned_scores", lambda: scores,
+         "These are the shared-projection scores; the margins are one number per row, worked out "
+         "from them."),
+        ("separate_projections", lambda: _margins((x @ w_q) @ (x @ w_k).T),
+         "Your margins come from the scores with separate projections, W_q for the queries and W_k "
+         "for the keys; the exercise uses one matrix, W = W_q, for both."),
+        ("shared_w_k", lambda: _margins((x @ w_k) @ (x @ w_k).T),
+         "You shared W_k; the exercise shares the query matrix W_q for both roles."),
+        ("no_projection", lambda: _margins(x @ x.T),
+         "Your margins come from X X^T, the scores without any projection; project the inputs with W "
+         "first."),
+        ("scaled", lambda: exact / math.sqrt(d_k),
+         "Your margins come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("divided_by_d_k", lambda: exact / d_k,
+         "Your margins come from scores divided by d_k; Section 5.2 does not scale the scores."),
+        ("feature_gram", lambda: _margins(p.T @ p),
+         "Your margins come from a d_k x d_k matrix over features, with the transpose on the other "
+         "factor; the scores pair tokens: n x n."),
+        ("returned_weights", lambda: _margins(attention.softmax(scores)),
+         "Your margins are those of weights (a softmax of the scores); the exercise asks for the "
+         "margins of the scores themselves."),
+    ]
+    result = _match(margins, exact, mistakes, what="margins", atol=HAND_ATOL)
+    if result is not None:
+        return result
+    if not fav_given:
+        return _with_precision_note(
+            _correct("Right: one margin per token, with the shared projection. Now part (b)."), margins
         )
+    expected = {i for i in range(n) if exact[i] >= 0}
+    got, refused = _favourites_verdict(favourites, ex.tokens)
+    if refused is not None:
+        return refused
     if got == expected:
-        return _correct(
-            f"Right: S = (X W)(X W)^T is symmetric and only {_quoted(ex.tokens[i] for i in sorted(expected))} "
-            "scores itself highest."
+        return _with_precision_note(
+            _correct("Right: the margins, and the tokens that score themselves highest."),
+            margins,
         )
     if got == set(range(n)):
         return _incorrect(
             "every_token",
-            "Not every token scores itself highest: a shared projection only gives "
-            "S_ij <= (S_ii + S_jj) / 2. Compare each diagonal entry with the largest entry of its row.",
+            "Not every token scores itself highest. Read it off your margins.",
         )
     if not got:
         return _incorrect(
             "no_token",
-            "At least one token scores itself highest: the one with the largest self-score S_ii, "
-            "since S_ij <= (S_ii + S_jj) / 2 <= max(S_ii, S_jj).",
+            "At least one token scores itself highest. Read it off your margins.",
         )
     return _incorrect(
         "wrong_tokens",
-        "Not those tokens: for each row i, compare S[i, i] with S[i].max().",
+        "Not those tokens. Read them off your margins.",
     )
 
 
@@ -442,84 +556,111 @@ def check_section_5_2_exercise_4(scores, favourites=None):
 # Exercise 5 of Section 5.2: attention entropy
 # ---------------------------------------------------------------------------
 
-ENTROPY_ATOL = 1e-3
-"""Absolute tolerance for entropies (answers with three decimals pass)."""
+TARGET_ENTROPY = 1.5
+"""E1's exercise 5 asks for the temperature at which the row of "journey" has this entropy, in
+nats. Lesson 03 computes entropies of given weights; the exercise asks for the temperature that
+gives one, which no closed formula yields: a search finds it."""
+
+TEMPERATURE_ATOL = 5e-4
+"""The task asks for three decimals."""
+
+
+def _entropy_of_row(row, t):
+    """The entropy, in nats, of softmax(row / t)."""
+    w = attention.softmax(np.asarray(row, dtype=float) / t)
+    w = w[w > 0]
+    return float(-(w * np.log(w)).sum())
+
+
+def _temperature_for_entropy(row, target):
+    """The temperature at which softmax(row / T) has entropy ``target`` (it grows with T), or None."""
+    lo, hi = 1e-3, 1e3
+    if not _entropy_of_row(row, lo) < target < _entropy_of_row(row, hi):
+        return None
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if _entropy_of_row(row, mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
 
 
 @_never_raise
-def check_attention_entropy(entropy_rows):
-    """Check Section 5.2, exercise 5: the entropy of each row of attention weights, in nats.
+def check_attention_entropy(temperature):
+    """Check Section 5.2, exercise 5: the temperature that gives the row of "journey" an entropy.
 
-    The weights are those of the "journey" sentence with its separate
-    projections, unscaled as in Section 5.2: ``softmax((X W_q)(X W_k)^T)``
-    (``load_example("journey")``, ``.q @ .k.T``), and the answer is
-    ``H_i = -sum_j w_ij log w_ij`` for each of the 6 rows. The queries and
-    keys differ, so the scores are not symmetric and a softmax over the wrong
-    axis can be told apart from a sum over the wrong axis (with Q = K they
-    give the same numbers).
+    The row is that of the query "journey" in the unscaled scores of the "journey" sentence
+    with its separate projections (``load_example("journey")``: ``.q @ .k.T``); its weights
+    at temperature T are softmax(row / T), and the task asks for the T at which their
+    entropy is :data:`TARGET_ENTROPY` nats, to three decimals.
 
     Parameters
     ----------
-    entropy_rows : array_like, shape (6,)
-        One entropy per query row, in nats.
+    temperature : number
+        The temperature T.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``log2`` (bits instead of nats),
-        ``log10``, ``no_minus`` (the sign of -sum w log w left out),
-        ``wrong_sum_axis`` (summed over the queries, axis=0),
-        ``softmax_wrong_axis`` (weights normalised over the queries, axis=0,
-        whichever axis the entropy then sums over), ``scaled`` (divided the
-        scores by sqrt(d_k)), ``mean_not_sum`` (averaged the terms),
-        ``not_summed`` (the 6 x 6 terms -w log w), ``entropy_of_scores`` (no
-        softmax), then ``wrong_shape`` / ``wrong_values``; ``wrong_type``,
-        ``complex``, ``not_finite``.
+        Mistakes recognised: ``bits`` (the entropy measured in bits), ``scaled`` (scores
+        divided by sqrt(d_k)), ``wrong_axis`` (the column of "journey", softmax over the
+        queries), ``wrong_row`` (another token's row), ``multiplied_by_temperature``,
+        ``rounded`` (fewer than three decimals), ``not_a_number``, ``not_finite``,
+        ``wrong_value``.
 
     Examples
     --------
-    >>> ex = examples.load_example("journey")
-    >>> h = attention.entropy(attention.softmax(ex.q @ ex.k.T))
-    >>> print(check_attention_entropy(h))
-    ✅ correct: Right: H = -sum_j w_ij log w_ij along each row, in nats; the maximum is log 6 = 1.7918.
-    >>> check_attention_entropy(h / math.log(2)).mistake
-    'log2'
+    >>> check_attention_entropy(None).status
+    'not yet'
     """
+    if _is_empty(temperature):
+        return _not_yet("No answer yet: the temperature T.")
+    value = _as_number(temperature)
+    if value is None:
+        return _not_a_number(temperature, "temperature")
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your temperature ({value}) is not a finite number.")
     ex = examples.load_example("journey")
     scores = ex.q @ ex.k.T
     d_k = ex.q.shape[-1]
-    m = scores.shape[-1]
-    w = attention.softmax(scores)
-    terms = -w * np.log(w)
-    exact = terms.sum(axis=-1)
-    w_cols = attention.softmax(scores, axis=0)
+    i = list(ex.tokens).index("journey")
+    exact = _temperature_for_entropy(scores[i], TARGET_ENTROPY)
+    record("number", "temperature", exact, [], TEMPERATURE_ATOL, 0.0)
+    if abs(value - exact) <= TEMPERATURE_ATOL:
+        return _with_precision_note(
+            _correct(f"Right: at this temperature the row of 'journey' has an entropy of {TARGET_ENTROPY:g} nats."),
+            temperature,
+        )
     mistakes = [
-        ("log2", lambda: exact / math.log(2),
-         "You used log base 2 (bits); the exercise asks for nats: use np.log, the natural log."),
-        ("log10", lambda: exact / math.log(10),
-         "You used log base 10; the exercise asks for nats: use np.log, the natural log."),
-        ("no_minus", lambda: -exact,
-         "Your entropies are negative: H = -sum w log w (each log w <= 0, so the minus makes H >= 0)."),
-        ("wrong_sum_axis", lambda: terms.sum(axis=0),
-         "You summed -w log w over the queries (axis=0); sum along each row, over the keys (axis=-1)."),
-        ("softmax_wrong_axis", lambda: -(w_cols * np.log(w_cols)).sum(axis=-1),
-         "Your weights were normalised over the queries (softmax with axis=0): their rows do not "
-         "sum to 1. Normalise each row over the keys (axis=-1) before taking the entropy."),
-        ("softmax_wrong_axis", lambda: -(w_cols * np.log(w_cols)).sum(axis=0),
-         "You took the softmax over the queries (axis=0) and the entropy down the columns: both "
-         "should run along each row, over the keys (axis=-1)."),
-        ("scaled", lambda: attention.entropy(attention.softmax(scores / math.sqrt(d_k))),
-         "Your weights are scaled by 1/sqrt(d_k); Section 5.2 works unscaled: softmax(Q K^T)."),
-        ("mean_not_sum", lambda: exact / m,
-         "You averaged the terms -w log w; the entropy is their sum over the keys."),
-        ("not_summed", lambda: terms,
-         "These are the terms -w log w, one per query-key pair; sum each row to get one entropy per query."),
-        ("entropy_of_scores", lambda: -(scores * np.log(scores)).sum(axis=-1),
-         "You took -sum s log s of the raw scores; turn each row into weights with softmax first."),
+        ("bits", _temperature_for_entropy(scores[i], TARGET_ENTROPY * math.log(2)),
+         f"At that temperature the row's entropy is {TARGET_ENTROPY:g} bits (log base 2); the task "
+         "measures it in nats, with the natural logarithm."),
+        ("scaled", _temperature_for_entropy(scores[i] / math.sqrt(d_k), TARGET_ENTROPY),
+         "That temperature works for scores divided by sqrt(d_k); Section 5.2 works unscaled."),
+        ("wrong_axis", _temperature_for_entropy(scores[:, i], TARGET_ENTROPY),
+         "That temperature is for the column of 'journey' (a softmax over the queries); the weights "
+         "of the query 'journey' are its row."),
+        ("multiplied_by_temperature", 1 / exact,
+         "That is the temperature that works if T multiplies the scores; it divides them."),
     ]
-    result = _match(entropy_rows, exact, mistakes, what="entropies", atol=ENTROPY_ATOL)
-    return result if result is not None else _correct(
-        f"Right: H = -sum_j w_ij log w_ij along each row, in nats; the maximum is log {m} = {math.log(m):.4f}."
+    mistakes += [
+        ("wrong_row", _temperature_for_entropy(scores[j], TARGET_ENTROPY),
+         f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'.")
+        for j, tok in enumerate(ex.tokens) if j != i
+    ]
+    for name, target, message in mistakes:
+        if target is not None and abs(value - target) <= TEMPERATURE_ATOL:
+            return _incorrect(name, f"Your temperature is {value:g}. {message}")
+    for fewer in (2, 1, 0):
+        if abs(value - round(value, fewer)) <= 1e-12 and abs(value - exact) <= 0.5 * 10.0**-fewer + 1e-12:
+            return _incorrect(
+                "rounded",
+                f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
+                "which is too coarse here. Give at least three decimals.",
+            )
+    return _incorrect(
+        "wrong_value",
+        f"Your temperature is {value:g}, which is not right. At that T, compute the entropy of the "
+        "row of 'journey'; is it above or below the one asked for?",
     )
-
-

@@ -1,129 +1,114 @@
-"""Checks of E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat")."""
+"""Checks of E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat").
+
+The docstrings say what each check compares and which mistakes it names; they hold no answer.
+Worked examples are in the tests.
+
+Expected against simulated values, one rule for E3 and E4: a task that asks for a variance or
+a standard deviation asks for the **expected value computed from the formula**. An answer
+within rounding of it passes; any other answer within 30 % of it that is not a recognised
+mistake is taken for a simulated estimate (a sample) and refused (``simulation_estimate``),
+with a message that says the task wants the expectation, not a sample.
+"""
 
 from __future__ import annotations
 
 import functools
 import math
 
-import numpy as np
-
-from helpers import attention, examples
+from helpers import examples
 from helpers.checks._core import (
-    HAND_ATOL,
     _as_number,
     _correct,
     _incorrect,
-    _match,
+    _is_empty,
     _never_raise,
-    _number_verdict,
+    _not_a_number,
+    _not_yet,
     _parts,
+    record,
 )
+from helpers.checks.e1_section_5_2 import _with_precision_note
 
 # ---------------------------------------------------------------------------
-# "cat sat" at a temperature
+# "cat sat": the temperature that gives a weight
 # ---------------------------------------------------------------------------
 
 
-EXERCISE_TEMPERATURE = 3.0
-"""The temperature of E3's exercise 1. With d_k = 4, 1/sqrt(d_k) = 0.5: at T = 0.5 the
-temperature and the scaling cancel, and at T = 2 forgetting one looks like forgetting the
-other; at T = 3 every mistake below gives its own weights."""
+TARGET_WEIGHT = 0.9
+"""E3's exercise 1 asks for the temperature at which "cat" gives itself this weight. Lesson 02
+computes the weights at given temperatures; the exercise runs the softmax backwards."""
 
 
-def _temperature_candidates(t):
-    """The right "cat sat" weights at temperature ``t`` and the weights of each mistake."""
+def _temperature_candidates(p):
+    """The temperature at which "cat" gives itself weight ``p``, and each mistake's temperature."""
     ex = examples.load_example("cat_sat")
     scores = ex.q @ ex.k.T
     d_k = ex.q.shape[-1]
     root = math.sqrt(d_k)
-    sm = attention.softmax
-    right = sm(scores / root / t)
+    gap = float(scores[0, 0] - scores[0, 1])  # the raw score gap between "cat" and "sat"
+    logit = math.log(p / (1 - p))
+    right = gap / root / logit
     mistakes = [
-        ("multiplied_by_temperature", sm(scores / root * t),
-         "Your weights are what multiplying the scaled scores by T gives; divide them by T instead "
-         "(a high temperature flattens the weights)."),
-        ("forgot_temperature", sm(scores / root),
-         "Your weights are the ones at T = 1: the scaling by 1/sqrt(d_k) is there, but the division "
-         "by T is missing."),
-        ("forgot_scaling", sm(scores / t),
-         f"You divided by T, but the scaling step is missing: divide the scores by sqrt(d_k) = "
-         f"{root:g} as well."),
-        ("forgot_both", sm(scores),
-         "Your weights are softmax(Q K^T): both the scaling by 1/sqrt(d_k) and the division by T "
-         "are missing."),
-        ("multiplied_and_unscaled", sm(scores * t),
-         "You multiplied the scores by T and left out 1/sqrt(d_k); divide by sqrt(d_k) and by T."),
-        ("divided_by_d_k", sm(scores / d_k / t),
-         f"You divided the scores by d_k = {d_k}; the scaling step divides by sqrt(d_k) = {root:g}."),
-        ("softmax_whole_matrix", sm((scores / root / t).ravel()).reshape(scores.shape),
-         "Your softmax normalised the whole matrix at once; each row (one query) should sum to 1."),
+        ("forgot_scaling", gap / logit,
+         "Your temperature is the one the raw scores would need: the scaling by 1/sqrt(d_k) is missing."),
+        ("multiplied_by_temperature", logit / (gap / root),
+         "Your temperature is the one that works if T multiplies the scaled scores; it divides them."),
+        ("multiplied_and_unscaled", logit / gap,
+         "You multiplied the raw scores by T and left out the scaling by 1/sqrt(d_k)."),
+        ("divided_by_d_k", gap / d_k / logit,
+         f"Your temperature follows from scores divided by d_k = {d_k}; the scaling divides by "
+         f"sqrt(d_k) = {root:g}."),
+        ("log10", gap / root / math.log10(p / (1 - p)),
+         "You used log base 10; the softmax uses e, so its inverse is the natural logarithm."),
+        ("no_log", gap / root / (p / (1 - p)),
+         "You used the ratio of the two weights where the softmax needs its logarithm: the weights "
+         "are exponentials of the scores."),
+        ("log_of_weight", -gap / root / math.log(p),
+         "You used log of the weight alone; the softmax fixes the ratio of the two weights, not one "
+         "weight on its own."),
+        ("other_token", -right,
+         f"A negative temperature: that gives \"sat\" the weight {p:g}, not \"cat\". T is greater than 0."),
     ]
     return right, mistakes
 
 
-def _distinct(values, atol):
-    """True when no two arrays of ``values`` agree within ``atol``."""
-    return all(
-        not np.allclose(a, b, rtol=0, atol=atol)
-        for i, a in enumerate(values) for b in values[i + 1:]
-    )
-
-
 @_never_raise
-def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
-    """Check predicted "cat sat" weights at a temperature: softmax(Q K^T / sqrt(d_k) / T).
+def check_temperature_prediction(temperature):
+    """Check the temperature T at which "cat" gives itself weight :data:`TARGET_WEIGHT`.
 
-    The exercise uses T = 3 (:data:`EXERCISE_TEMPERATURE`). Another temperature
-    is accepted only if the right answer and every mistake below still give
-    different weights there; at T = 0.5, where T cancels 1/sqrt(4), or T = 2,
-    where forgetting T looks like forgetting the scaling, the check says so.
+    "cat sat" (``load_example("cat_sat")``) with weights softmax(Q K^T / sqrt(d_k) / T).
+    The task asks for T to at least three decimals; an answer within 5e-4 passes, a
+    coarser one (a grid search or a two-decimal answer) is named as rounded.
 
     Parameters
     ----------
-    weights : array_like, shape (2, 2)
-        The predicted weights, one row per query.
-    temperature : float, optional
-        The temperature T (finite, > 0); 3 by default.
+    temperature : number
+        The temperature T.
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``multiplied_by_temperature``,
-        ``forgot_temperature``, ``forgot_scaling``, ``forgot_both``,
-        ``multiplied_and_unscaled``, ``divided_by_d_k``,
-        ``softmax_whole_matrix``, then ``wrong_shape`` / ``wrong_values``;
-        ``bad_temperature`` when T is not a finite number > 0 or makes two of
-        them coincide; ``wrong_type``, ``complex``, ``not_finite``. Softmax
-        over the wrong axis is not listed: Q = K makes the weights symmetric.
+        Mistakes recognised: ``forgot_scaling``, ``multiplied_by_temperature``,
+        ``multiplied_and_unscaled``, ``divided_by_d_k``, ``log10``, ``no_log``,
+        ``log_of_weight``, ``other_token`` (a negative T), ``rounded``; ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
-    >>> print(check_temperature_prediction([[0.58, 0.42], [0.42, 0.58]]))
-    ✅ correct: Right: at T = 3 the weights are softmax(Q K^T / sqrt(4) / 3).
-    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]]).mistake
-    'forgot_temperature'
-    >>> check_temperature_prediction([[0.73, 0.27], [0.27, 0.73]], 0.5).mistake
-    'bad_temperature'
+    >>> check_temperature_prediction(None).status
+    'not yet'
     """
-    t = _as_number(temperature)
-    if t is None or not math.isfinite(t) or t <= 0:
-        return _incorrect(
-            "bad_temperature",
-            f"The temperature must be a number greater than 0; got {temperature!r}.",
-        )
-    right, mistakes = _temperature_candidates(t)
-    if not _distinct([right] + [m[1] for m in mistakes], 2 * HAND_ATOL):
-        return _incorrect(
-            "bad_temperature",
-            f"At T = {t:g} two different mistakes give the same weights (at T = 0.5, for example, "
-            "the temperature cancels the 1/sqrt(4) scaling), so this check could not tell them "
-            f"apart. Use the exercise's temperature, T = {EXERCISE_TEMPERATURE:g}.",
-        )
-    d_k = examples.load_example("cat_sat").q.shape[-1]
-    listed = [(name, (lambda value=value: value), message) for name, value, message in mistakes]
-    result = _match(weights, right, listed, what="weights", atol=HAND_ATOL)
-    return result if result is not None else _correct(
-        f"Right: at T = {t:g} the weights are softmax(Q K^T / sqrt({d_k}) / {t:g})."
+    if _is_empty(temperature):
+        return _not_yet("No answer yet: the temperature T.")
+    right, mistakes = _temperature_candidates(TARGET_WEIGHT)
+    result = _expected_verdict(
+        temperature, what="temperature", expected=right, atol=5e-4, decimals=3,
+        hint="At that temperature the softmax of \"cat\"'s row gives itself the weight asked for; write "
+        "that weight with the two scaled scores and T, and solve for T.",
+        mistakes=mistakes, sample=False,
+    )
+    return result if result is not None else _with_precision_note(
+        _correct(f"Right: at this temperature \"cat\" gives itself the weight {TARGET_WEIGHT:g}."), temperature
     )
 
 
@@ -131,22 +116,73 @@ def check_temperature_prediction(weights, temperature=EXERCISE_TEMPERATURE):
 # "cat sat" (AIAYN Part 2): why scale at d_k = 512, and the initialisation
 # ---------------------------------------------------------------------------
 
-ESTIMATE_RTOL = 0.03
-"""Relative tolerance for a variance or std that may come from a simulation."""
+SAMPLE_RTOL = 0.3
+"""An answer within this relative distance of the expected value, but not within rounding of it,
+is taken for a simulated estimate (a sample) and refused as one."""
 
-INIT_RTOL = 0.01
-"""Relative tolerance for an initialisation std (three significant digits pass)."""
+
+def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint, sample=True):
+    """None when ``answer`` is ``expected`` within ``atol`` (rounding), else an "incorrect" result.
+
+    The rule of E3 and E4 for expected against simulated values: within ``atol`` is the
+    expected value, written to ``decimals`` decimals or more; the expected value rounded to
+    fewer decimals gets ``rounded``; anything else within :data:`SAMPLE_RTOL` gets
+    ``simulation_estimate`` (unless ``sample`` is false: an answer that is not a variance or
+    a standard deviation is never a sample). ``mistakes`` is a list of ``(name, value,
+    message)``, each matched within 1 %, before the estimate.
+    """
+    # Mistakes are matched within 1 %; none may be that close to the expected value.
+    record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, 0.01)
+    value = _as_number(answer)
+    if value is None:
+        return _not_a_number(answer, what)
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
+    if abs(value - expected) <= atol:
+        return None
+    for name, target, message in mistakes:
+        if abs(target - expected) > atol and abs(value - target) <= 0.01 * abs(target):
+            return _incorrect(name, f"Your {what} is {value:g}. {message}")
+    for fewer in range(decimals - 1, -1, -1):
+        written = abs(value - round(value, fewer)) <= 1e-12  # the answer has at most `fewer` decimals
+        close = abs(value - expected) <= min(0.5 * 10.0**-fewer + 1e-12, 0.1 * abs(expected))
+        if written and close:
+            return _incorrect(
+                "rounded",
+                f"Your {what} is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is "
+                f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
+                "computes it).",
+            )
+    if sample and abs(value - expected) <= SAMPLE_RTOL * abs(expected):
+        return _incorrect(
+            "simulation_estimate",
+            f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
+            "sample. The task asks for the expected value, computed from the formula; use a "
+            "simulation to confirm it, not as the answer.",
+        )
+    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
+
+
+STD_Q = 1.5
+STD_K = 0.8
+"""The standard deviations of the entries of q and k in E3's exercise 2. Lesson 02 works out the
+spread of q·k for entries of variance 1; the exercise asks what the scaling does when they are not."""
+
+D_HEAD = 64
+"""The width of one head's W^Q in E3's exercise 3: d_model = 512 split over 8 heads, as in the
+original Transformer paper (Vaswani et al., 2017)."""
 
 
 @_never_raise
 def check_why_scale_512(variance, std=None, variance_scaled=None):
-    """Check the spread of q·k at d_k = 512 for entries of mean 0 and variance 1.
+    """Check the spread of q·k at the document's d_k when the entries are not of unit variance.
 
-    ``d_k`` is that of ``load_example("cat_sat_why_scale_512")``, where
-    *AIAYN Part 2* stops at "For d_k = 512:". A dot product of d_k independent
-    products of unit variance has variance d_k = 512 and std sqrt(512) = 22.63;
-    dividing every score by sqrt(d_k) divides the variance by d_k, back to 1.
-    Simulated estimates within 3 % pass.
+    ``d_k`` is that of ``load_example("cat_sat_why_scale_512")``, where *AIAYN Part 2*
+    stops at "For d_k = 512:"; the entries of q and k are independent, of mean 0, with
+    standard deviations :data:`STD_Q` and :data:`STD_K`. Each answer is the expected value
+    from the formula: a simulated estimate is refused (see the module's rule); the
+    variances may be rounded to two decimals, the std to two, the variance after scaling
+    to three.
 
     Parameters
     ----------
@@ -160,129 +196,146 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``gave_std`` (variance answered with the std),
-        ``already_scaled`` (an answer of 1 before scaling), ``squared``
-        (d_k^2), ``gave_variance`` (std answered with the variance),
-        ``divided_by_d_k`` (scores divided by d_k: variance 1/d_k),
-        ``variance_divided_by_sqrt`` (the variance divided by sqrt(d_k), not
-        d_k), ``not_scaled``; ``not_a_number``, ``not_finite``,
-        ``wrong_value``. Missing parts give "not yet" once the given ones are
-        right.
+        Mistakes recognised: ``unit_entries`` (the values for entries of variance 1),
+        ``used_stds`` (the stds where the variances belong), ``one_factor`` (one of the two
+        variances left out), ``added_variances``, ``gave_std``, ``already_scaled``,
+        ``gave_variance``, ``divided_by_d_k``, ``variance_divided_by_sqrt``,
+        ``not_scaled``, ``rounded`` (too few decimals), ``simulation_estimate`` (a sample,
+        not the expectation); ``not_a_number``, ``not_finite``, ``wrong_value``. Missing
+        parts give "not yet" once the given ones are right.
 
     Examples
     --------
-    >>> print(check_why_scale_512(512, 22.63, 1))
-    ✅ correct: Right: Var(q·k) = d_k = 512, std = sqrt(512) = 22.63, and 1 after dividing by sqrt(512).
-    >>> check_why_scale_512(512, 22.63, 1 / 512).mistake
-    'divided_by_d_k'
+    >>> check_why_scale_512(None).status
+    'not yet'
     """
     d_k = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    var = float(d_k)  # d_k terms, each a product of two independent unit-variance entries
+    var_q, var_k = STD_Q**2, STD_K**2
+    term = var_q * var_k  # Var(q_i k_i) for independent entries of mean 0
+    var = d_k * term
     sd = math.sqrt(var)
-    after = var / d_k  # scores divided by sqrt(d_k): variance divided by d_k
+    after = var / d_k
+    unit = "That is the value for entries of variance 1; here q and k have other spreads."
     parts = [
         ("the variance", variance, functools.partial(
-            _number_verdict, what="variance", expected=var, rtol=ESTIMATE_RTOL,
-            hint="Each of the d_k products q_i k_i has variance 1, and the variances of independent terms add.",
+            _expected_verdict, what="variance", expected=var, atol=5e-3, decimals=2,
+            hint="What is the variance of one product q_i k_i, and how do the variances of independent "
+            "terms combine?",
             mistakes=[
-                ("gave_std", sd, f"{sd:.2f} is the standard deviation; the variance is its square."),
-                ("already_scaled", after, "1 is the variance after dividing by sqrt(d_k); before, the "
-                 "d_k terms' variances add up."),
-                ("squared", var * var, "The variance grows like d_k, not d_k^2: the d_k variances of 1 add up."),
+                ("unit_entries", float(d_k), unit),
+                ("used_stds", d_k * STD_Q * STD_K, "You multiplied standard deviations where variances "
+                 "belong."),
+                ("one_factor", d_k * var_q, "Only the spread of q is in it; the product has that of k too."),
+                ("one_factor", d_k * var_k, "Only the spread of k is in it; the product has that of q too."),
+                ("added_variances", d_k * (var_q + var_k), "You added the two variances; q_i and k_i are "
+                 "multiplied, not added."),
+                ("gave_std", sd, "That is a standard deviation; the task asks first for the variance."),
+                ("already_scaled", after, "That is the variance after the scaling; the first number "
+                 "is the one before."),
             ])),
         ("the std", std, functools.partial(
-            _number_verdict, what="standard deviation", expected=sd, rtol=ESTIMATE_RTOL,
-            hint="The standard deviation is the square root of the variance.",
+            _expected_verdict, what="standard deviation", expected=sd, atol=0.005 + 1e-9, decimals=2,
+            hint="How is a standard deviation related to a variance?",
             mistakes=[
-                ("gave_variance", var, f"{var:g} is the variance; the standard deviation is its square root."),
-                ("already_scaled", 1.0, "1 is the spread after scaling; before, the std is sqrt(d_k)."),
+                ("gave_variance", var, "That is the variance; the standard deviation is another number."),
+                ("unit_entries", math.sqrt(d_k), unit),
+                ("already_scaled", math.sqrt(after), "That is the spread after the scaling; the std "
+                 "asked for is the one before."),
             ])),
         ("the variance after scaling", variance_scaled, functools.partial(
-            _number_verdict, what="variance after scaling", expected=after, rtol=ESTIMATE_RTOL,
+            _expected_verdict, what="variance after scaling", expected=after, atol=5e-4, decimals=3,
             hint="Dividing a variable by c divides its variance by c^2.",
             mistakes=[
-                ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give "
-                 "(variance 1/d_k): the scaling divides by sqrt(d_k)."),
-                ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by sqrt(d_k); "
-                 "dividing the scores by sqrt(d_k) divides their variance by d_k."),
+                ("unit_entries", 1.0, unit),
+                ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give; "
+                 "the scaling divides them by sqrt(d_k)."),
+                ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by "
+                 "sqrt(d_k); what happens to a variance when its variable is divided by c?"),
                 ("not_scaled", var, "That is the variance before scaling."),
             ])),
     ]
-    return _parts(
+    result = _parts(
         parts,
-        done=f"Right: Var(q·k) = d_k = {d_k}, std = sqrt({d_k}) = {sd:.2f}, and 1 after dividing by sqrt({d_k}).",
+        done=f"Right: the expected variance and std of q·k at d_k = {d_k} for these spreads, and the "
+        "variance after scaling.",
         empty=f"No answer yet: the variance of q·k at d_k = {d_k}, its std, and the variance after scaling.",
     )
+    return _with_precision_note(result, variance, std, variance_scaled)
 
 
 @_never_raise
-def check_init_std(he_std, xavier_std=None):
-    """Check the initialisation std of AIAYN Part 2's formula, and Xavier's, for d_model = 512.
+def check_init_std(he_bound, xavier_bound=None):
+    """Check the uniform versions of the document's initialisation and of Xavier's.
 
-    The document draws W_Q, W_K, W_V from a normal with std sqrt(2/d_model) and
-    calls it "Xavier/He". With d_model = 512 (the ``d_k`` of
-    ``load_example("cat_sat_why_scale_512")``, the width the document uses)
-    that is He (Kaiming) normal, sqrt(2/fan_in) = 0.0625; Xavier (Glorot)
-    normal for a square 512 x 512 matrix is sqrt(2/(fan_in + fan_out)) =
-    0.0442.
+    The document draws W^Q, W^K, W^V from a normal with std sqrt(2/d_model); ``d_model`` is
+    the ``d_k`` of ``load_example("cat_sat_why_scale_512")``, the width the document uses.
+    The exercise asks for the bound a of a uniform U(-a, a) with the same std, and for the
+    bound of Xavier (Glorot) *uniform* for one head's W^Q, d_model x :data:`D_HEAD`. Both
+    are values of a formula, so the rule for expected against simulated values holds: four
+    decimals pass, the extremes or sample statistics of a drawn matrix are refused.
 
     Parameters
     ----------
-    he_std : number
-        The std of the document's formula, sqrt(2/d_model).
-    xavier_std : number, optional
-        The Xavier normal std for a 512 x 512 matrix.
+    he_bound : number
+        The bound a of the uniform with the document's std.
+    xavier_bound : number, optional
+        Xavier uniform's bound for W^Q of shape (d_model, D_HEAD).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``swapped`` (He and Xavier exchanged),
-        ``variance_not_std`` (2/512 or 1/512: no square root),
-        ``xavier_without_2`` (sqrt(1/(fan_in + fan_out))),
-        ``xavier_uniform_bound`` (sqrt(6/(fan_in + fan_out)), the limit of
-        the uniform version); ``not_a_number``, ``not_finite``,
-        ``wrong_value``.
+        Mistakes recognised: ``gave_std`` (the normal's std, not the bound),
+        ``no_square_root`` (a = 3 std, from a^2 = 3 std^2 without its root),
+        ``divided_by_sqrt3``, ``square_matrix`` (Xavier for a d_model x d_model matrix),
+        ``swapped`` (He and Xavier exchanged), ``fan_out_only``, ``variance_not_std``,
+        ``xavier_normal_std``, ``rounded``, ``simulation_estimate``; ``not_a_number``,
+        ``not_finite``, ``wrong_value``.
 
     Examples
     --------
-    >>> print(check_init_std(0.0625, 0.0442))
-    ✅ correct: Right: the document's sqrt(2/512) = 0.0625 is He initialisation;
-    Xavier for 512 x 512 is sqrt(2/1024) = 0.0442.
-    >>> check_init_std(0.0442, 0.0625).mistake
-    'swapped'
+    >>> check_init_std(None).status
+    'not yet'
     """
     d = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    fan_in = fan_out = d
-    he = math.sqrt(2 / fan_in)
-    xavier = math.sqrt(2 / (fan_in + fan_out))
+    fan_in, fan_out = d, D_HEAD
+    he_std = math.sqrt(2 / fan_in)
+    he = math.sqrt(3) * he_std  # U(-a, a) has variance a^2 / 3
+    xavier = math.sqrt(6 / (fan_in + fan_out))
     parts = [
-        ("the He std", he_std, functools.partial(
-            _number_verdict, what="std of the document's formula", expected=he, rtol=INIT_RTOL,
-            hint=f"Put d_model = {d} into the document's std, sqrt(2/d_model).",
+        ("the bound of the document's std", he_bound, functools.partial(
+            _expected_verdict, what="bound", expected=he, atol=5e-5, decimals=4,
+            hint="What is the variance of U(-a, a)?",
             mistakes=[
-                ("swapped", xavier, f"{xavier:.4f} is the Xavier std; the document's formula "
-                 f"sqrt(2/d_model) gives sqrt(2/{d})."),
-                ("variance_not_std", 2 / fan_in, f"2/{d} is the variance; the std is its square root."),
+                ("gave_std", he_std, "That is the normal's standard deviation; the bound of a uniform "
+                 "with that spread is another number."),
+                ("no_square_root", 3 * he_std, "That sets a = 3 std; the variance a^2 / 3 fixes a^2, "
+                 "so take the root at the end."),
+                ("divided_by_sqrt3", he_std / math.sqrt(3), "The bound of a uniform is larger than its "
+                 "standard deviation, not smaller."),
+                ("swapped", xavier, "That is the Xavier uniform bound of the second part."),
+                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is Xavier uniform's bound for a square "
+                 f"{d} x {d} matrix; this part uses the document's formula."),
             ])),
-        ("the Xavier std", xavier_std, functools.partial(
-            _number_verdict, what="Xavier std", expected=xavier, rtol=INIT_RTOL,
-            hint="Xavier (Glorot) normal uses std = sqrt(2/(fan_in + fan_out)).",
+        ("the Xavier uniform bound", xavier_bound, functools.partial(
+            _expected_verdict, what="Xavier uniform bound", expected=xavier, atol=5e-5, decimals=4,
+            hint="Xavier (Glorot) uniform draws from U(-a, a) with a = sqrt(6/(fan_in + fan_out)); "
+            "which are they for W^Q?",
             mistakes=[
-                ("swapped", he, f"{he:.4f} is the document's (He) std; Xavier averages fan_in and "
-                 "fan_out: sqrt(2/(fan_in + fan_out))."),
-                ("variance_not_std", 2 / (fan_in + fan_out), "That is the variance 2/(fan_in + fan_out); "
-                 "the std is its square root."),
-                ("xavier_without_2", math.sqrt(1 / (fan_in + fan_out)), "Xavier normal has a 2 in the "
-                 "numerator: sqrt(2/(fan_in + fan_out))."),
-                ("xavier_uniform_bound", math.sqrt(6 / (fan_in + fan_out)), "sqrt(6/(fan_in + fan_out)) "
-                 "is the bound of Xavier *uniform*; the normal version's std is sqrt(2/(fan_in + fan_out))."),
+                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is the bound for a square {d} x {d} "
+                 f"matrix; one head's W^Q is {d} x {D_HEAD}."),
+                ("swapped", he, "That is the uniform bound of the document's formula (the first part)."),
+                ("fan_out_only", math.sqrt(6 / fan_out), "That uses fan_out alone; Xavier's formula "
+                 "uses both fan_in and fan_out."),
+                ("variance_not_std", 6 / (fan_in + fan_out), "That is a^2; the square root is missing."),
+                ("xavier_normal_std", math.sqrt(2 / (fan_in + fan_out)), "That is Xavier *normal*'s "
+                 "std; the task asks for the uniform version's bound."),
             ])),
     ]
-    return _parts(
+    result = _parts(
         parts,
-        done=f"Right: the document's sqrt(2/{d}) = {he:.4f} is He initialisation; Xavier for "
-        f"{d} x {d} is sqrt(2/{fan_in + fan_out}) = {xavier:.4f}.",
-        empty=f"No answer yet: the std of the document's formula for d_model = {d}, and Xavier's.",
+        done=f"Right: the uniform bound with the document's std, and Xavier uniform's for a {d} x {D_HEAD} "
+        "W^Q.",
+        empty=f"No answer yet: the uniform bound with the document's std for d_model = {d}, and Xavier "
+        f"uniform's for {d} x {D_HEAD}.",
     )
-
-
+    return _with_precision_note(result, he_bound, xavier_bound)
