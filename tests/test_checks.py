@@ -840,12 +840,33 @@ W_J = softmax(S_J / math.sqrt(2))
 
 
 def test_journey_rows_exact():
+    # The exercises ask for the row of "starts" (2); the document prints the row of "journey" (1).
     np.testing.assert_allclose(S_J[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
     assert round(W_J[1, 1], 4) == 0.2264
-    assert_correct(check_journey_scores_row(S_J[1]))
-    assert_correct(check_journey_scores_row(S_J[1].round(2).tolist()))
-    assert_correct(check_journey_weights_row(W_J[1]))
-    assert_correct(check_journey_weights_row(W_J[1].round(2)))
+    assert_correct(check_journey_scores_row(S_J[2]))
+    assert_correct(check_journey_scores_row(S_J[2].round(2).tolist()))
+    assert_correct(check_journey_weights_row(W_J[2]))
+    assert_correct(check_journey_weights_row(W_J[2].round(4)))
+
+
+def test_journey_weights_tolerance_rejects_the_neighbouring_row():
+    # The row of "journey" is 0.0008 from that of "starts" in one entry: it must be refused,
+    # and named, while rounding to two or three decimals is named as such.
+    gap = np.abs(W_J[1] - W_J[2]).max()
+    assert 5e-4 < gap < 1e-3
+    assert_mistake(check_journey_weights_row(W_J[1]), "wrong_row")
+    assert "'journey'" in check_journey_weights_row(W_J[1]).message
+    assert_mistake(check_journey_weights_row(W_J[2].round(2)), "rounded")
+    assert_mistake(check_journey_weights_row(W_J[2].round(3)), "rounded")
+
+
+def test_no_example_field_holds_the_rows_asked_for():
+    ex = examples.load_example("journey")
+    for fig in ex.figures:
+        for value in (fig.printed, fig.exact):
+            value = np.atleast_1d(np.asarray(value, dtype=float))
+            for row in (S_J[2], W_J[2]):
+                assert not (value.shape == row.shape and np.allclose(value, row, atol=5e-3))
 
 
 @pytest.mark.parametrize(
@@ -853,16 +874,17 @@ def test_journey_rows_exact():
     [
         (JOURNEY.figure("scores_row1").printed, "document_row"),
         ([14.5, 25.1, 24.8, 14.3, 8.6, 17.6], "document_row"),
-        (S_J[1] / math.sqrt(2), "scaled"),
-        (S_J[1] / 2, "divided_by_d_k"),
-        (((XJ @ WKJ) @ (XJ @ WQJ).T)[1], "swapped_q_k"),
-        (S_J[:, 1], "swapped_q_k"),
-        ((XJ @ XJ.T)[1], "no_projection"),
+        (S_J[2] / math.sqrt(2), "scaled"),
+        (S_J[2] / 2, "divided_by_d_k"),
+        (((XJ @ WKJ) @ (XJ @ WQJ).T)[2], "swapped_q_k"),
+        (S_J[:, 2], "swapped_q_k"),
+        ((XJ @ XJ.T)[2], "no_projection"),
         (S_J, "whole_matrix"),
         (S_J[0], "wrong_row"),
+        (S_J[1], "wrong_row"),
         (S_J[5], "wrong_row"),
-        (S_J[1][:5], "wrong_shape"),
-        (S_J[1] + 0.1, "wrong_values"),
+        (S_J[2][:5], "wrong_shape"),
+        (S_J[2] + 0.1, "wrong_values"),
     ],
 )
 def test_journey_scores_mistakes(answer, name):
@@ -877,14 +899,14 @@ def test_journey_wrong_row_message():
     "answer, name",
     [
         ([0.15, 0.22, 0.22, 0.13, 0.09, 0.18], "document_row"),
-        (softmax(S_J[1]), "unscaled"),
-        (softmax(S_J[1] / 2), "divided_by_d_k"),
-        (softmax(S_J / math.sqrt(2), axis=0)[:, 1], "wrong_axis"),
-        (softmax(np.array([14.5, 25.1, 24.8, 14.3, 8.6, 17.6]) / math.sqrt(2)), "document_scores"),
+        (softmax(S_J[2]), "unscaled"),
+        (softmax(S_J[2] / 2), "divided_by_d_k"),
+        (softmax(S_J[2] / math.sqrt(3)), "scaled_by_d_in"),
+        (softmax(S_J / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
         (W_J, "whole_matrix"),
         (W_J[4], "wrong_row"),
-        (W_J[1][::-1], "wrong_values"),
-        (W_J[1][:, None], "wrong_shape"),
+        (W_J[2][::-1], "wrong_values"),
+        (W_J[2][:, None], "wrong_shape"),
     ],
 )
 def test_journey_weights_mistakes(answer, name):
@@ -988,9 +1010,18 @@ def test_self_attention_not_yet():
 V100 = examples.load_example("journey_variance_d100")
 
 
-@pytest.mark.parametrize("answer", [(100, 1), (100.0, 1.0), (np.float64(100), 1), (100.3, 1.002)])
+@pytest.mark.parametrize("answer", [(100, 1), (100.0, 1.0), (np.float64(100), 1), (100, 100 / math.sqrt(100) ** 2)])
 def test_variance_d100_right(answer):
     assert_correct(check_journey_variance_d100(*answer))
+
+
+@pytest.mark.parametrize("answer", [(100.53, 1), (100.5, 1), (100, 1.005), (99.7, 0.997)])
+def test_variance_d100_one_rule_for_estimates(answer):
+    # E3's rule: the expected value from the formula; any sample or rounded estimate is refused
+    # with a message saying the task wants the expectation, not a sample.
+    r = check_journey_variance_d100(*answer)
+    assert_mistake(r, "simulation_estimate")
+    assert "expectation" in r.message and "not a sample" in r.message
 
 
 def test_variance_d100_simulated_and_document_are_estimates_not_the_expected_value():
@@ -1016,6 +1047,7 @@ def test_variance_d100_simulated_and_document_are_estimates_not_the_expected_val
         ((100, 0.01), "divided_by_d_k"),
         ((100, 100), "not_scaled"),
         ((50, 1), "wrong_value"),
+        ((100, 0.5), "wrong_value"),
         ((100, "one"), "not_a_number"),
         ((100, float("nan")), "not_finite"),
     ],

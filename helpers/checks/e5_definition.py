@@ -11,6 +11,7 @@ import numpy as np
 from helpers import attention
 from helpers.checks._core import (
     CODE_TOL,
+    OVERFLOW_FIX,
     _call_student,
     _check_callable,
     _close,
@@ -18,8 +19,11 @@ from helpers.checks._core import (
     _correct,
     _float_result,
     _incorrect,
+    _low_precision,
     _never_raise,
+    _overflow,
     _parts,
+    _precision_verdict,
     _raised,
     _used_library,
     record,
@@ -37,35 +41,36 @@ def _softmax_probes(seed=None):
     """``(label, x)`` inputs a stable softmax must get right, in the order they are tried.
 
     The first two are values a student can try; then the overflow probes, each
-    built so that one wrong shift fails on it first: [1000, 1001, 1002] breaks a
+    built so that one wrong shift fails on it first: logits of 1e4 break a
     softmax without a shift, [0, 1000] one that subtracts the row minimum,
-    [0, 2000] one that subtracts the row mean, rows with very different offsets
-    one that subtracts the maximum of the whole array; then hidden random
-    batches and wide rows.
+    [0, 2000] one that subtracts the row mean, rows with offsets 0, 1e4 and -1e4
+    one that subtracts the maximum of the whole array; then random batches with
+    offsets in the thousands, wide rows and rows of a single logit (3e4).
     """
     rng = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
-    offsets = np.array([[0.0], [1000.0], [-1000.0], [5.0]])
+    offsets = np.array([[0.0], [1e4], [-1e4], [5.0]])
     probes = [
         ("small", np.array([1.0, 2.0, 3.0])),
         ("rows", np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]])),
-        ("large", np.array([1000.0, 1001.0, 1002.0])),
-        ("very_negative", np.array([-1000.0, -1001.0])),
+        ("large", np.array([1e4, 1e4 + 1.0, 1e4 + 2.0])),
+        ("very_negative", np.array([-1e4, -1e4 - 1.0])),
         ("gap_1000", np.array([0.0, 1000.0])),
         ("gap_2000", np.array([0.0, 2000.0])),
         ("offset_rows", rng.normal(size=(4, 3)) + offsets),
-        ("batch", rng.normal(scale=30.0, size=(2, 3, 7)) + rng.normal(scale=500.0, size=(2, 3, 1))),
-        ("wide_rows", rng.normal(scale=200.0, size=(3, 700))),
+        ("batch", rng.normal(scale=30.0, size=(2, 3, 7)) + rng.normal(scale=5e3, size=(2, 3, 1))),
+        ("wide_rows", rng.normal(scale=2e3, size=(3, 700))),
+        ("one_logit", np.array([[3e4], [-2.0]])),
     ]
     return probes
 
 
 _STABILITY = {
     "large": ("no_max_subtraction",
-              "Your softmax breaks on [1000, 1001, 1002] (overflow, NaN or a warning): np.exp(1000) "
+              "Your softmax overflows on [1e4, 1e4 + 1, 1e4 + 2] (NaN, inf or a warning): np.exp(1e4) "
               "is too big for a float. Subtract each row's maximum before np.exp; the result does "
               "not change, but exp never overflows."),
     "very_negative": ("no_max_subtraction",
-                      "Your softmax breaks on [-1000, -1001]: every np.exp underflows to 0, and 0 / 0 "
+                      "Your softmax breaks on [-1e4, -1e4 - 1]: every np.exp underflows to 0, and 0 / 0 "
                       "is NaN. Subtracting each row's maximum makes the largest exponent exp(0) = 1."),
     "gap_1000": ("subtracted_row_min",
                  "Your softmax breaks on [0, 1000]: after subtracting the row's minimum, exp(1000) "
@@ -75,7 +80,7 @@ _STABILITY = {
                  "overflows. Subtract the row's maximum instead, so every exponent is <= 0."),
     "offset_rows": ("subtracted_global_max",
                     "Your softmax breaks on rows with very different sizes (one row near 0, another near "
-                    "1000): subtracting the maximum of the whole array sends the small rows to exp(-1000) "
+                    "1e4): subtracting the maximum of the whole array sends the small rows to exp(-1e4) "
                     "= 0 and 0 / 0. Subtract each row's own maximum (axis=-1, keepdims=True)."),
 }
 
@@ -85,12 +90,13 @@ def check_stable_softmax(fn, seed=None):
     """Check a student's numerically stable softmax function ``fn(x)``.
 
     ``fn`` is called with one float array and should normalise over the last
-    axis. It is tried on nine probes (:func:`_softmax_probes`): a small row, a
-    2-D array, [1000, 1001, 1002], [-1000, -1001], [0, 1000], [0, 2000], rows
-    with very different offsets, a hidden random batch of shape (2, 3, 7) with
-    large offsets, and three wide rows of 700 logits spread over hundreds. Its
-    warnings are recorded, never shown; its exceptions are caught. While it
-    runs, the kernels of :mod:`helpers.attention` are replaced by recording
+    axis. It is tried on ten probes (:func:`_softmax_probes`): a small row, a
+    2-D array, logits of 1e4 and -1e4, [0, 1000], [0, 2000], rows with offsets
+    0, 1e4 and -1e4, a random batch of shape (2, 3, 7) with offsets in the
+    thousands, three wide rows of 700 logits spread over thousands, and rows of
+    one logit. Its warnings are recorded, never shown; its exceptions are caught.
+    The answer is read first by :func:`helpers.checks._core.static_refusal`; while
+    it runs, the kernels of :mod:`helpers.attention` are replaced by recording
     stand-ins.
 
     Parameters
@@ -98,43 +104,27 @@ def check_stable_softmax(fn, seed=None):
     fn : callable
         The student's softmax.
     seed : int, optional
-        The seed of the hidden random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``used_library`` (it called
-        ``helpers.attention.softmax`` or another kernel), ``raises``,
-        ``wrong_shape`` (including results that are not arrays of real
-        numbers), ``wrong_axis`` (2-D input normalised over the columns or the
-        whole array), ``not_normalised``, ``no_max_subtraction`` (breaks on
-        [1000, 1001, 1002] or [-1000, -1001]), ``subtracted_row_min`` (breaks
-        first on [0, 1000]), ``subtracted_row_mean`` (first on [0, 2000]),
+        Mistakes recognised: ``not_callable``, ``reaches_library``,
+        ``used_library``, ``raises`` (and the named ``max_of_two_arrays``,
+        ``missing_keepdims``), ``wrong_shape`` (including results that are not
+        arrays of real numbers), ``wrong_axis`` (2-D input normalised over the
+        columns or the whole array), ``not_normalised``, ``no_max_subtraction``
+        (breaks on logits of 1e4 or -1e4), ``subtracted_row_min`` (breaks first on
+        [0, 1000]), ``subtracted_row_mean`` (first on [0, 2000]),
         ``subtracted_global_max`` (first on rows with different offsets),
-        ``unstable`` (breaks on the hidden batch or wide rows),
-        ``wrong_values``.
-
-    Examples
-    --------
-    >>> def softmax(x):
-    ...     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    ...     return e / e.sum(axis=-1, keepdims=True)
-    >>> print(check_stable_softmax(softmax))
-    ✅ correct: Right: your softmax sums to 1 along the last axis and survives logits of ±1000,
-    rows of very different sizes and wide rows.
-    >>> check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)).mistake
-    'no_max_subtraction'
-    >>> def mean_shift(x):
-    ...     e = np.exp(x - np.mean(x, axis=-1, keepdims=True))
-    ...     return e / e.sum(axis=-1, keepdims=True)
-    >>> check_stable_softmax(mean_shift).mistake
-    'subtracted_row_mean'
-    >>> check_stable_softmax(attention.softmax).mistake
-    'used_library'
+        ``unstable`` (breaks on the batch, the wide rows or the single logits),
+        ``precision`` (float16), ``wrong_values``. A float32 result within
+        ``FLOAT32_TOL`` is accepted with a note on precision.
     """
     result = _check_callable(fn, "softmax")
     if result is not None:
         return result
+    note = ""
     for label, x in _softmax_probes(seed):
         expected = attention.softmax(x)
         call = _call_student(fn, x)
@@ -148,13 +138,14 @@ def check_stable_softmax(fn, seed=None):
             return _raised(call, "softmax")
         if label in _STABILITY and (call.error is not None or breaks):
             return _incorrect(*_STABILITY[label])
-        if label in ("batch", "wide_rows") and (call.error is not None or breaks):
+        if label in ("batch", "wide_rows", "one_logit") and (call.error is not None or breaks):
             return _incorrect(
                 "unstable",
-                f"Your softmax breaks (overflow, NaN or a warning) on an input of shape {x.shape} "
-                "with logits in the hundreds. Subtract each row's maximum over the last axis "
-                "(axis=-1, keepdims=True) before np.exp.",
+                f"Your softmax overflows (NaN, inf or a warning) on an input of shape {x.shape} "
+                f"with logits in the thousands. {OVERFLOW_FIX}",
             )
+        if breaks:
+            return _overflow(call, "softmax", f" on {x.tolist()}")
         if got is None or got.shape != x.shape:
             shape = getattr(got, "shape", None)
             desc = f"shape {shape}" if got is not None else f"a {type(call.value).__name__}"
@@ -165,6 +156,14 @@ def check_stable_softmax(fn, seed=None):
             )
         if _close(got, expected, CODE_TOL, CODE_TOL):
             continue
+        dtype = _low_precision(call.value)
+        if dtype is not None:
+            ok, message = _precision_verdict(dtype, got, expected, "softmax")
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
         if x.ndim >= 2:
             for axis, where in ((-2, "each column (axis=0)"), (None, "the whole array")):
                 if _close(got, attention.softmax(x, axis=axis), CODE_TOL, CODE_TOL):
@@ -177,17 +176,17 @@ def check_stable_softmax(fn, seed=None):
             return _incorrect(
                 "not_normalised",
                 f"On an input of shape {x.shape} your softmax does not sum to 1 along the last axis: "
-                "divide the exponentials by their sum over that axis.",
+                "each row of a softmax is a set of weights that add up to 1.",
             )
         shown = x.tolist() if x.size <= 6 else f"an input of shape {x.shape}"
         return _incorrect(
             "wrong_values",
-            f"Your softmax of {shown} is not right: it should be exp(x) / sum(exp(x)) over the last "
-            "axis, after subtracting each row's maximum.",
+            f"Your softmax of {shown} is not right, and not one of the mistakes this check knows. "
+            "Try it on [1.0, 2.0, 3.0] and compare with the value you work out by hand.",
         )
     return _correct(
-        "Right: your softmax sums to 1 along the last axis and survives logits of ±1000, rows of "
-        "very different sizes and wide rows."
+        "Right: your softmax sums to 1 along the last axis and survives logits of ±1e4, rows of "
+        "very different sizes and wide rows." + note
     )
 
 
@@ -202,8 +201,35 @@ def _whole_matrix_masked(q, k, v, mask):
     return e / e.sum() @ v
 
 
+def _stable_softmax(s):
+    top = s.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(s - top)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def _masked_with(q, k, v, mask, fill):
+    """Attention with the blocked scores set to ``fill`` (0 or -1e9) instead of -inf."""
+    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), fill)
+    return _stable_softmax(s) @ v
+
+
+def _mask_after_softmax(q, k, v, mask, renormalise):
+    """The weights of the unmasked softmax times the mask (then renormalised, 0 where nothing is left)."""
+    w = _stable_softmax(q @ k.T / np.sqrt(q.shape[-1])) * mask
+    if renormalise:
+        total = w.sum(axis=-1, keepdims=True)
+        w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    return w @ v
+
+
 def _masked_cases(seed=None):
-    """Seeded q, k, v and three masks: padding, causal, and one with an empty row."""
+    """Seeded q, k, v and masks: padding, causal, one with an empty row, then random probes.
+
+    The random probes have other shapes, a row of 300 keys, and two overflow cases: scores of
+    about 1e4 with a fully masked row, and query rows of very different sizes (1 to 3000).
+    """
     rng = np.random.default_rng(52)
     n, m, d_k, d_v = 4, 5, 3, 2
     q = rng.normal(size=(n, d_k))
@@ -215,7 +241,6 @@ def _masked_cases(seed=None):
     empty_row[1] = False
     cases = [(name, q, k, v, mask) for name, mask in
              (("padding", padding), ("causal", causal), ("empty_row", empty_row))]
-    # Hidden probes: other shapes, a wide row of 300 keys, queries of very different sizes.
     hidden = np.random.default_rng(_HIDDEN_SEED + 1 if seed is None else seed)
     for n, m, d_k, d_v, spread in ((6, 9, 4, 3, 1.0), (3, 300, 8, 5, 1.0), (5, 7, 2, 4, 8.0)):
         q = hidden.normal(size=(n, d_k)) * spread
@@ -224,7 +249,28 @@ def _masked_cases(seed=None):
         mask = hidden.random((n, m)) < 0.7
         mask[:, 0] = True
         cases.append(("random", q, k, v, mask))
+    # Overflow: scores of about 1e4 (exp overflows past 709), with one fully masked row.
+    n, m, d_k, d_v = 5, 6, 4, 3
+    q = hidden.normal(size=(n, d_k)) * 3000.0
+    k, v = hidden.normal(size=(m, d_k)), hidden.normal(size=(m, d_v))
+    mask = hidden.random((n, m)) < 0.6
+    mask[:, 1] = True
+    mask[2] = False
+    cases.append(("large_scores", q, k, v, mask))
+    # Rows of very different sizes: query row i scaled by 1, 10, 100, 1000, 3000.
+    q = hidden.normal(size=(n, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
+    cases.append(("different_rows", q, k, v, np.tril(np.ones((n, m), dtype=bool), 1)))
     return cases
+
+
+_CASE_NAMES = {
+    "padding": "the padding mask",
+    "causal": "the causal mask",
+    "empty_row": "the mask with an empty row",
+    "random": "a random mask",
+    "large_scores": "scores of about 1e4 and a fully masked row",
+    "different_rows": "query rows of very different sizes (scores up to about 1e4)",
+}
 
 
 @_never_raise
@@ -233,47 +279,43 @@ def check_masked_attention(fn, seed=None):
 
     ``mask`` is boolean with True = "may attend", as in
     :func:`helpers.attention.scaled_dot_product_attention`, and the result is
-    compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with
-    a padding mask, a causal mask and a mask whose row 1 allows no key (this
-    collection expects an all-zero output row there), then on three hidden
-    random cases (other shapes, 300 keys, queries of very different sizes). ``fn`` may return the
-    output or a tuple ``(output, weights)``.
+    compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with a
+    padding mask, a causal mask and a mask whose row 1 allows no key, then on
+    random cases: other shapes, 300 keys, queries of very different sizes, and
+    scores of about 1e4 with a fully masked row. A fully masked row must give an
+    all-zero output row: there is nothing to attend to, and this collection
+    chooses zeros over NaN (notebook 05). ``fn`` may return the output or a tuple
+    ``(output, weights)``.
 
     Parameters
     ----------
     fn : callable
         The student's function.
     seed : int, optional
-        The seed of the hidden random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``used_library``, ``raises``,
-        ``wrong_shape``, ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        Mistakes recognised: ``not_callable``, ``reaches_library``,
+        ``used_library``, ``raises`` (and the named ones), ``wrong_shape``,
+        ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        ``masked_with_zero`` (blocked scores set to 0), ``mask_after_softmax``
+        (the weights masked after the softmax, renormalised or not),
         ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``,
         ``nan_for_masked_row`` (a fully masked row gives NaN),
-        ``masked_row_not_zero`` (it gives the mean of the values, as with a
-        large negative number instead of -inf), ``wrong_values``.
-
-    Examples
-    --------
-    >>> def masked_attention(q, k, v, mask):
-    ...     s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
-    ...     top = np.where(mask.any(axis=-1, keepdims=True), s.max(axis=-1, keepdims=True), 0.0)
-    ...     e = np.exp(s - top)
-    ...     total = e.sum(axis=-1, keepdims=True)
-    ...     return np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v
-    >>> print(check_masked_attention(masked_attention))
-    ✅ correct: Right: padding and causal masks work, and a row with nothing to attend to gives zeros.
-    >>> check_masked_attention(lambda q, k, v, mask: attention.scaled_dot_product_attention(q, k, v, mask)[0]).mistake
-    'used_library'
+        ``masked_row_not_zero`` (it gives the mean of the values, as with -1e9
+        instead of -inf), ``overflow`` (NaN or inf elsewhere, or NumPy warned),
+        ``precision``, ``wrong_values``. A float32 result within ``FLOAT32_TOL``
+        is accepted with a note on precision.
     """
     result = _check_callable(fn, "masked_attention")
     if result is not None:
         return result
     sdpa = attention.scaled_dot_product_attention
+    note = ""
     for case, q, k, v, mask in _masked_cases(seed):
+        where = _CASE_NAMES[case]
         call = _call_student(fn, q, k, v, mask)
         if call.used:
             return _used_library(call, "masked_attention")
@@ -293,13 +335,44 @@ def check_masked_attention(fn, seed=None):
             )
         if _close(got, expected, CODE_TOL, CODE_TOL):
             continue
+        empty = ~mask.any(axis=-1)
+        finite_rows = np.all(np.isfinite(got), axis=-1)
+        if empty.any() and np.all(np.isnan(got[empty])) and np.all(finite_rows[~empty]) and _close(
+            got[~empty], expected[~empty], CODE_TOL, CODE_TOL
+        ):
+            return _incorrect(
+                "nan_for_masked_row",
+                "A query row with no allowed key gives NaN (the softmax of a row of -inf is 0 / 0); "
+                "this collection expects an all-zero output row there: there is nothing to attend "
+                "to. Guard the row maximum and the division for such rows.",
+            )
+        if not np.all(finite_rows[~empty]) or (call.warned and not np.all(finite_rows)):
+            return _overflow(call, "masked_attention", f" with {where}")
+        dtype = _low_precision(value)
+        if dtype is not None:
+            ok, message = _precision_verdict(dtype, got, expected, "masked_attention")
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
         mistakes = [
             ("mask_ignored", lambda: sdpa(q, k, v)[0],
-             "Your output does not depend on the mask: set the scores of masked keys to -inf "
-             "(or drop them) before the softmax."),
+             "Your output does not depend on the mask: blocked keys must get weight 0."),
             ("mask_inverted", lambda: sdpa(q, k, v, ~mask)[0],
              "Your mask works the wrong way round: here True means 'may attend', so block the "
              "keys where the mask is False."),
+            ("masked_with_zero", lambda: _masked_with(q, k, v, mask, 0.0),
+             "You set the blocked scores to 0, but exp(0) = 1: a blocked key still gets as much "
+             "weight as an allowed key with score 0. Set them to -inf, so that exp gives exactly 0."),
+            ("mask_after_softmax", lambda: _mask_after_softmax(q, k, v, mask, False),
+             "You applied the mask after the softmax: the weights left in each row no longer sum "
+             "to 1. Mask the scores before the softmax (set the blocked ones to -inf)."),
+            ("mask_after_softmax", lambda: _mask_after_softmax(q, k, v, mask, True),
+             "You masked the weights after the softmax and renormalised. That works while the scores "
+             "are small, but here a blocked key with a large score takes nearly all of a row's "
+             "weight before the mask removes it, and what is left underflows. Mask the scores "
+             "before the softmax (set the blocked ones to -inf)."),
             ("unscaled", lambda: sdpa(q, k, v, mask, scale=1.0)[0],
              "The masking is right, but you forgot to divide the scores by sqrt(d_k)."),
             ("divided_by_d_k", lambda: sdpa(q, k, v, mask, scale=1.0 / q.shape[-1])[0],
@@ -309,32 +382,31 @@ def check_masked_attention(fn, seed=None):
              "query's row on its own (axis=-1)."),
         ]
         for name, thunk, message in mistakes:
-            value = _compute(thunk)
-            if not _close(value, expected, CODE_TOL, CODE_TOL) and _close(got, value, CODE_TOL, CODE_TOL):
+            wrong = _compute(thunk)
+            if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
+                got, wrong, CODE_TOL, CODE_TOL
+            ):
                 return _incorrect(name, message)
-        empty = ~mask.any(axis=-1)
         if empty.any():
             rest_ok = _close(got[~empty], expected[~empty], CODE_TOL, CODE_TOL)
-            if rest_ok and np.all(np.isnan(got[empty])):
-                return _incorrect(
-                    "nan_for_masked_row",
-                    "A query row with no allowed key gives NaN (softmax of all -inf); this "
-                    "collection expects an all-zero output row there.",
-                )
             mean_v = np.broadcast_to(v.mean(axis=0), got[empty].shape)
             if rest_ok and _close(got[empty], mean_v, CODE_TOL, CODE_TOL):
                 return _incorrect(
                     "masked_row_not_zero",
-                    "A query row with no allowed key gives the mean of the values (a large "
-                    "negative number instead of -inf); this collection expects an all-zero row.",
+                    "A query row with no allowed key gives the mean of the values: that is what "
+                    "a large negative number such as -1e9 instead of -inf does, since every "
+                    "blocked key then gets the same weight. This collection expects an all-zero "
+                    "row there: there is nothing to attend to.",
                 )
         return _incorrect(
             "wrong_values",
-            f"Your output with the {case.replace('_', ' ')} mask is not right: softmax(q k^T / "
-            "sqrt(d_k)) with the masked scores set to -inf, then times v.",
+            f"Your output with {where} is not right, and not one of the mistakes this check "
+            "knows. Print your weights for a small case and check that each row sums to 1 "
+            "over the allowed keys.",
         )
     return _correct(
-        "Right: padding and causal masks work, and a row with nothing to attend to gives zeros."
+        "Right: padding and causal masks work, scores of 1e4 do not overflow, and a row with "
+        "nothing to attend to gives zeros." + note
     )
 
 
@@ -402,8 +474,8 @@ def check_definition_shapes(scores, weights=None, out=None):
 
     The expected shapes are computed by running
     :func:`helpers.attention.scaled_dot_product_attention` on arrays of those
-    sizes (scores and weights (n, m) = (3, 5), output (n, d_v) = (3, 6)), and
-    each recognised mistake by running it on the sizes the mistake swaps.
+    sizes, and each recognised mistake by running it on the sizes the mistake
+    swaps.
 
     Parameters
     ----------
@@ -412,20 +484,11 @@ def check_definition_shapes(scores, weights=None, out=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``n_m_swapped`` (queries and keys exchanged: (5, 3),
-        which is also the transposed score matrix, and an output (5, 6)),
-        ``d_k_d_v_swapped`` (an output (3, 4)), ``assumed_square`` (n x n or
-        m x m, as in self-attention), ``used_d_k`` (scores (n, d_k)),
-        ``transposed`` (output (d_v, n)), ``out_is_weights`` (output (n, m)),
-        ``not_a_shape``, ``wrong_shape``. Missing parts give "not yet" once
-        the given ones are right.
-
-    Examples
-    --------
-    >>> print(check_definition_shapes((3, 5), (3, 5), (3, 6)))
-    ✅ correct: Right: scores and weights are (n, m) = (3, 5), the output is (n, d_v) = (3, 6).
-    >>> check_definition_shapes((5, 3), (5, 3), (5, 6)).mistake
-    'n_m_swapped'
+        Mistakes recognised: ``n_m_swapped`` (queries and keys exchanged, which
+        is also the transposed score matrix), ``d_k_d_v_swapped``,
+        ``assumed_square`` (as in self-attention), ``used_d_k``, ``transposed``,
+        ``out_is_weights``, ``not_a_shape``, ``wrong_shape``. Missing parts give
+        "not yet" once the given ones are right.
     """
     n, m, d_k, d_v = (SHAPES_CASE[key] for key in ("n", "m", "d_k", "d_v"))
 
