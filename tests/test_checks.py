@@ -865,8 +865,9 @@ def test_no_example_field_holds_the_rows_asked_for():
     for fig in ex.figures:
         for value in (fig.printed, fig.exact):
             value = np.atleast_1d(np.asarray(value, dtype=float))
-            for row in (S_J[2], W_J[2]):
-                assert not (value.shape == row.shape and np.allclose(value, row, atol=5e-3))
+            # each within its check's own tolerance: a field that passed would hold the answer
+            for row, atol in ((S_J[2], 5e-3), (W_J[2], 2e-4)):
+                assert not (value.shape == row.shape and np.allclose(value, row, atol=atol))
 
 
 @pytest.mark.parametrize(

@@ -763,6 +763,12 @@ def _call_student(fn, *args, allowed=()):
     return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
 
 
+def _fresh_rng():
+    """A generator seeded from the operating system: each run of a check draws one case that no
+    one has seen before, so a lookup table of the probes (visible or hidden) cannot pass."""
+    return np.random.default_rng()
+
+
 def _used_library(call, what):
     """An "incorrect" result when the student's function called a library kernel, else None."""
     if not call.used:

@@ -20,6 +20,7 @@ from helpers.checks._core import (
     _compute,
     _correct,
     _float_result,
+    _fresh_rng,
     _incorrect,
     _low_precision,
     _match,
@@ -212,6 +213,10 @@ def _self_attention_cases(seed=None):
         x[0] *= 3.0  # one row larger than the others: its scores are larger
         ws = tuple(hidden.normal(size=(d_in, d_out)) for _ in range(3))
         cases.append((f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", (x,) + ws))
+    fresh = _fresh_rng()  # a case drawn anew at each run: no table of the probes can hold it
+    x = fresh.normal(size=(5, 4))
+    cases.append(("a random case drawn at this run (n = 5, d_in = 4, d_out = 3)",
+                  (x,) + tuple(fresh.normal(size=(4, 3)) for _ in range(3))))
     return cases
 
 
@@ -243,9 +248,9 @@ def _run_self_attention(fn, x, w_q, w_k, w_v):
 
 def _softmax_rows_no_keepdims(s, where):
     """The softmax a missing ``keepdims=True`` gives on a square score matrix (no error is raised)."""
-    top = s.max(axis=-1, keepdims=where != "max")
+    top = s.max(axis=-1, keepdims=where not in ("max", "both"))
     e = np.exp(s - top)
-    total = e.sum(axis=-1, keepdims=where != "sum")
+    total = e.sum(axis=-1, keepdims=where not in ("sum", "both"))
     return e / total
 
 
@@ -279,8 +284,9 @@ def check_self_attention(fn, seed=None):
     ``forward(x)`` method (or are callable). It is run on the journey example
     (n = 6, d_in = 3, d_out = 2), on a seeded case with n = d_out = 4, d_in = 5,
     where a missing transpose and returned weights have the shape of the right
-    answer, and on four cases the notebook does not show (other shapes, 33 tokens,
-    one token, one input row larger than the rest). Every score stays below
+    answer, on four cases the notebook does not show (other shapes, 33 tokens,
+    one token, one input row larger than the rest), and on one case drawn anew at
+    each run (so that no table of the probes can pass). Every score stays below
     ``MAX_SCORE`` = 100, so a softmax written as in notebook 01, without the max
     subtraction, passes. The answer is read first by
     :func:`helpers.checks._core.static_refusal`; while it runs, the kernels of

@@ -18,6 +18,7 @@ from helpers.checks._core import (
     _compute,
     _correct,
     _float_result,
+    _fresh_rng,
     _incorrect,
     _low_precision,
     _never_raise,
@@ -61,6 +62,8 @@ def _softmax_probes(seed=None):
         ("wide_rows", rng.normal(scale=2e3, size=(3, 700))),
         ("one_logit", np.array([[3e4], [-2.0]])),
     ]
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    probes.append(("fresh", fresh.normal(scale=3.0, size=(3, 5)) + np.array([[0.0], [1e4], [-50.0]])))
     return probes
 
 
@@ -138,7 +141,7 @@ def check_stable_softmax(fn, seed=None):
             return _raised(call, "softmax")
         if label in _STABILITY and (call.error is not None or breaks):
             return _incorrect(*_STABILITY[label])
-        if label in ("batch", "wide_rows", "one_logit") and (call.error is not None or breaks):
+        if label in ("batch", "wide_rows", "one_logit", "fresh") and (call.error is not None or breaks):
             return _incorrect(
                 "unstable",
                 f"Your softmax overflows (NaN, inf or a warning) on an input of shape {x.shape} "
@@ -260,6 +263,11 @@ def _masked_cases(seed=None):
     # Rows of very different sizes: query row i scaled by 1, 10, 100, 1000, 3000.
     q = hidden.normal(size=(n, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
     cases.append(("different_rows", q, k, v, np.tril(np.ones((n, m), dtype=bool), 1)))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    q, k, v = fresh.normal(size=(4, 3)), fresh.normal(size=(6, 3)), fresh.normal(size=(6, 2))
+    mask = fresh.random((4, 6)) < 0.6
+    mask[:, 2] = True
+    cases.append(("fresh", q, k, v, mask))
     return cases
 
 
@@ -270,6 +278,7 @@ _CASE_NAMES = {
     "random": "a random mask",
     "large_scores": "scores of about 1e4 and a fully masked row",
     "different_rows": "query rows of very different sizes (scores up to about 1e4)",
+    "fresh": "a random case drawn at this run",
 }
 
 

@@ -40,6 +40,7 @@ from helpers.checks._core import (
     _check_callable,
     _correct,
     _float_result,
+    _fresh_rng,
     _incorrect,
     _never_raise,
     _overflow,
@@ -209,6 +210,14 @@ def _backward_cases(masked, seed=None):
             mask[:, 0] = True
             mask[n // 2] = False  # a query row with no allowed key
         cases.append(("small" if i < 4 else "large", q, k, v, d_out, mask))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    q, k, v, d_out = (fresh.normal(size=shape) for shape in ((3, 3), (4, 3), (4, 2), (3, 2)))
+    mask = None
+    if masked:
+        mask = fresh.random((3, 4)) < 0.6
+        mask[:, 1] = True
+        mask[0] = False
+    cases.append(("small", q, k, v, d_out, mask))
     return cases
 
 
@@ -436,6 +445,9 @@ def _merge_cases(seed=None):
     s[2, :] = -np.inf
     v = rng.normal(size=(6, 2))
     cases.append((_block_state(s[:, :3], v[:3]), _block_state(s[:, 3:], v[3:]), s, v))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    s, v = fresh.normal(scale=3.0, size=(3, 7)), fresh.normal(size=(7, 2))
+    cases.append((_block_state(s[:, :4], v[:4]), _block_state(s[:, 4:], v[4:]), s, v))
     return cases
 
 

@@ -1,0 +1,813 @@
+"""A corpus of students' answers to E4-E7: plausible wrong ones refused, right ones accepted.
+
+Each wrong answer is a mistake a student makes (numerically unstable code, a mask set to 0 or
+-1e9, the library reached through a private name, a recompiled copy, a worker thread, a lookup
+table of the probes, ...); each is refused, with the specific mistake asserted where the
+check names one. Each right answer is written differently from the others (loops, einsum, a
+class, float32, a helper function, scipy) and is accepted. The worked examples that used to
+sit in the checks' docstrings live here.
+
+The last section is one test per graded task: a correct answer written only with what the
+lessons before the task teach passes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import helpers.attention
+import helpers.attention.core
+from helpers import examples
+from helpers.attention import scaled_dot_product_attention as imported_sdpa
+from helpers.attention import softmax as imported_softmax
+from helpers.checks import (
+    check_attention_backward,
+    check_definition_shapes,
+    check_journey_scores_row,
+    check_journey_variance_d100,
+    check_journey_weights_row,
+    check_masked_attention,
+    check_masked_backward,
+    check_online_softmax_merge,
+    check_self_attention,
+    check_stable_softmax,
+    e4_journey,
+    e5_definition,
+    e6_backward,
+)
+
+# ---------------------------------------------------------------------------
+# Shared pieces: a student's own softmax and friends (NumPy only)
+# ---------------------------------------------------------------------------
+
+
+def own_softmax(s, axis=-1):
+    e = np.exp(s - np.max(s, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def naive_softmax(s, axis=-1):
+    e = np.exp(s)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def guarded_weights(s):
+    """Softmax of scores with -inf for blocked keys; a row with no allowed key gives zeros."""
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+JOURNEY = examples.load_example("journey")
+S = JOURNEY.q @ JOURNEY.k.T
+W = own_softmax(S / math.sqrt(2))
+
+
+def recompiled(name):
+    """The library's kernel ``name`` compiled anew from its source: a copy, not the object."""
+    import inspect
+
+    namespace = {"__name__": "my_attention", "__package__": "helpers.attention"}  # its relative imports
+    source = inspect.getsource(helpers.attention.core)
+    exec(compile(source, "my_attention.py", "exec"), namespace)  # noqa: S102 - the point of the test
+    return namespace[name]
+
+
+COPIED_SOFTMAX = recompiled("softmax")
+COPIED_SDPA = recompiled("scaled_dot_product_attention")
+COPIED_BACKWARD = recompiled("attention_backward")
+
+
+def in_a_thread(fn):
+    """Run ``fn`` in a worker thread and return its result (a student hiding the call)."""
+
+    def wrapper(*args):
+        box = []
+        worker = threading.Thread(target=lambda: box.append(fn(*args)))
+        worker.start()
+        worker.join()
+        return box[0]
+
+    return wrapper
+
+
+POOL = ThreadPoolExecutor(max_workers=1)
+
+
+def lookup_table(check_cases, answer):
+    """A function that returns the right answer for the inputs it was filled with, else zeros."""
+    table = {}
+    for args in check_cases:
+        table[tuple(np.asarray(a).tobytes() for a in args)] = answer(*args)
+
+    def fn(*args):
+        key = tuple(np.asarray(a).tobytes() for a in args)
+        if key in table:
+            return table[key]
+        first = np.asarray(args[0])
+        return np.zeros_like(first)
+
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# E4: the scores row, the weights row, the forward pass, the variance
+# ---------------------------------------------------------------------------
+
+
+def sa_right(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    return own_softmax(q @ k.T / math.sqrt(k.shape[-1])) @ v
+
+
+def sa_with(scale=None, axis=-1, transpose=True, swap=False, weights=False, project_v=True,
+            softmax=own_softmax):
+    def fn(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q, x @ w_k, (x @ w_v if project_v else x)
+        s = k @ q.T if swap else q @ (k.T if transpose else k)
+        w = softmax(s * (1 / math.sqrt(k.shape[-1]) if scale is None else scale(w_q)), axis=axis)
+        return w if weights else w @ v
+
+    return fn
+
+
+def sa_keepdims(where):
+    def fn(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+        s = q @ k.T / math.sqrt(k.shape[-1])
+        e = np.exp(s - s.max(axis=-1, keepdims=where not in ("max", "both")))
+        return e / e.sum(axis=-1, keepdims=where not in ("sum", "both")) @ v
+
+    return fn
+
+
+def sa_max_of_two(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    s = q @ k.T / math.sqrt(k.shape[-1])
+    e = np.exp(s - np.max(s, s))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def sa_nan(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    s = q @ k.T / np.sqrt(k.shape[-1] - k.shape[-1])  # a division by sqrt(0)
+    return own_softmax(s) @ v
+
+
+class SAClass:
+    def __init__(self, w_q, w_k, w_v):
+        self.w = (w_q, w_k, w_v)
+
+    def forward(self, x):
+        return sa_right(x, *self.w)
+
+
+class SALibraryClass:
+    def __init__(self, w_q, w_k, w_v):
+        self.w = (w_q, w_k, w_v)
+
+    def forward(self, x):
+        q, k, v = (x @ w for w in self.w)
+        return helpers.attention.scaled_dot_product_attention(q, k, v)[0]
+
+
+class SAStoresKernel:
+    kernel = staticmethod(imported_softmax)
+
+    def __init__(self, w_q, w_k, w_v):
+        self.w = (w_q, w_k, w_v)
+
+    def forward(self, x):
+        q, k, v = (x @ w for w in self.w)
+        return self.kernel(q @ k.T / math.sqrt(k.shape[-1])) @ v
+
+
+def _visible_e4():
+    return [args for _, args in e4_journey._self_attention_cases()[:2]]
+
+
+E4_WRONG = [
+    # exercise 1: the scores of "starts"
+    (check_journey_scores_row, JOURNEY.figure("scores_row1").printed, "document_row"),
+    (check_journey_scores_row, S[2] / math.sqrt(2), "scaled"),
+    (check_journey_scores_row, S[2] / 2, "divided_by_d_k"),
+    (check_journey_scores_row, S[:, 2], "swapped_q_k"),
+    (check_journey_scores_row, (JOURNEY.inputs @ JOURNEY.inputs.T)[2], "no_projection"),
+    (check_journey_scores_row, S, "whole_matrix"),
+    (check_journey_scores_row, S[1], "wrong_row"),
+    (check_journey_scores_row, S[0], "wrong_row"),
+    (check_journey_scores_row, S[2][:5], "wrong_shape"),
+    (check_journey_scores_row, S[2] + 0.05, "wrong_values"),
+    (check_journey_scores_row, [1.25, 1.83, 1.79, 1.07, 0.55, float("nan")], "not_finite"),
+    (check_journey_scores_row, "1.25, 1.83, 1.79", "wrong_type"),
+    (check_journey_scores_row, S[2].round(0), "wrong_values"),
+    # exercise 2: the weights of "starts"
+    (check_journey_weights_row, JOURNEY.figure("weights_row1").printed, "document_row"),
+    (check_journey_weights_row, W[1], "wrong_row"),  # the neighbouring row, 0.0008 away
+    (check_journey_weights_row, W[2].round(2), "rounded"),
+    (check_journey_weights_row, W[2].round(3), "rounded"),
+    (check_journey_weights_row, own_softmax(S[2]), "unscaled"),
+    (check_journey_weights_row, own_softmax(S[2] / 2), "divided_by_d_k"),
+    (check_journey_weights_row, own_softmax(S[2] / math.sqrt(3)), "scaled_by_d_in"),
+    (check_journey_weights_row, own_softmax((S / math.sqrt(2)).ravel()).reshape(6, 6)[2], "softmax_whole_matrix"),
+    (check_journey_weights_row, own_softmax(S / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
+    (check_journey_weights_row, W, "whole_matrix"),
+    (check_journey_weights_row, W[4], "wrong_row"),
+    (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "wrong_values"),
+    (check_journey_weights_row, W[2][:, None], "wrong_shape"),
+    (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
+    # exercise 3: the forward pass
+    (check_self_attention, lambda x, wq, wk, wv: helpers.attention.scaled_dot_product_attention(
+        x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
+    (check_self_attention, lambda x, wq, wk, wv: imported_sdpa(x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
+    (check_self_attention, sa_with(softmax=lambda s, axis=-1: imported_softmax(s, axis=axis)), "reaches_library"),
+    (check_self_attention, sa_with(softmax=lambda s, axis=-1: helpers.attention.core.softmax(s, axis)),
+     "reaches_library"),
+    (check_self_attention, lambda x, wq, wk, wv: COPIED_SDPA(x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
+    (check_self_attention, in_a_thread(lambda x, wq, wk, wv: imported_sdpa(x @ wq, x @ wk, x @ wv)[0]),
+     "reaches_library"),
+    (check_self_attention, lambda x, wq, wk, wv: POOL.submit(sa_right, x, wq, wk, wv).result(), "reaches_library"),
+    (check_self_attention, SALibraryClass, "reaches_library"),
+    (check_self_attention, SAStoresKernel, "reaches_library"),
+    (check_self_attention, lookup_table(_visible_e4(), sa_right), None),
+    (check_self_attention, sa_with(scale=lambda w: 1.0), "unscaled"),
+    (check_self_attention, sa_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
+    (check_self_attention, sa_with(scale=lambda w: 1 / math.sqrt(w.shape[0])), "scaled_by_d_in"),
+    (check_self_attention, sa_with(axis=0), "wrong_axis"),
+    (check_self_attention, sa_with(transpose=False), "raises"),
+    (check_self_attention, sa_with(swap=True), "swapped_q_k"),
+    (check_self_attention, sa_with(weights=True), "returned_weights"),
+    (check_self_attention, sa_with(project_v=False), "unprojected_values"),
+    (check_self_attention, sa_keepdims("sum"), "missing_keepdims"),
+    (check_self_attention, sa_keepdims("both"), "missing_keepdims"),
+    (check_self_attention, sa_max_of_two, "max_of_two_arrays"),
+    (check_self_attention, sa_nan, "overflow"),
+    (check_self_attention, SAClass(JOURNEY.w_q, JOURNEY.w_k, JOURNEY.w_v), "instance_not_class"),
+    (check_self_attention, "self_attention", "not_callable"),
+    (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).astype(np.float16), "precision"),
+    (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).T, "wrong_shape"),
+    # exercise 4: the expected variance
+    (lambda a: check_journey_variance_d100(*a), (10, 1), "gave_std"),
+    (lambda a: check_journey_variance_d100(*a), (1, 1), "already_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (10_000, 1), "squared"),
+    (lambda a: check_journey_variance_d100(*a), (100, 10), "variance_divided_by_sqrt"),
+    (lambda a: check_journey_variance_d100(*a), (100, 0.01), "divided_by_d_k"),
+    (lambda a: check_journey_variance_d100(*a), (100, 100), "not_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (100.53, 1), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (100.5, 1), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (107.4, 1.074), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (50, 1), "wrong_value"),
+    (lambda a: check_journey_variance_d100(*a), ("100", 1), "not_a_number"),
+]
+
+E4_RIGHT = [
+    (check_journey_scores_row, np.array([sum(JOURNEY.q[2, c] * JOURNEY.k[j, c] for c in range(2))
+                                         for j in range(6)])),
+    (check_journey_scores_row, np.einsum("d,jd->j", (JOURNEY.inputs @ JOURNEY.w_q)[2],
+                                         JOURNEY.inputs @ JOURNEY.w_k).tolist()),
+    (check_journey_scores_row, S[2].round(3)),
+    (check_journey_weights_row, helpers.attention.softmax(S[2] / math.sqrt(2))),  # a hand answer: lessons 01-04
+    (check_journey_weights_row, naive_softmax(S[2] / np.sqrt(2)).astype(np.float32)),
+    (check_journey_weights_row, W[2].round(5)),
+    (check_self_attention, sa_right),
+    (check_self_attention, sa_with(softmax=naive_softmax)),
+    (check_self_attention, SAClass),
+    (check_self_attention, lambda x, wq, wk, wv: (sa_right(x, wq, wk, wv), "weights")),
+    (check_self_attention, lambda x, wq, wk, wv: sa_right(x.astype(np.float32), wq.astype(np.float32),
+                                                           wk.astype(np.float32), wv.astype(np.float32))),
+    (lambda a: check_journey_variance_d100(*a), (100, 1)),
+    (lambda a: check_journey_variance_d100(*a), (100.0, 100 / math.sqrt(100) ** 2)),
+]
+
+# ---------------------------------------------------------------------------
+# E5: shapes, a stable softmax, masked attention
+# ---------------------------------------------------------------------------
+
+
+def shifted(shift):
+    def fn(x):
+        e = np.exp(x - shift(x))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return fn
+
+
+def softmax_loop_math(x):
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        row = [math.exp(v) for v in x[idx]]
+        out[idx] = [v / sum(row) for v in row]
+    return out
+
+
+def softmax_logsumexp(x):
+    top = np.max(x, axis=-1, keepdims=True)
+    return np.exp(x - top - np.log(np.sum(np.exp(x - top), axis=-1, keepdims=True)))
+
+
+class SoftmaxObject:
+    def __init__(self):
+        self.axis = -1
+
+    def __call__(self, x):
+        z = x - x.max(axis=self.axis, keepdims=True)
+        return np.exp(z) / np.exp(z).sum(axis=self.axis, keepdims=True)
+
+
+def masked_right(q, k, v, mask):
+    return guarded_weights(np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), -np.inf)) @ v
+
+
+def masked_fill(fill, guard=False):
+    def fn(q, k, v, mask):
+        s = np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), fill)
+        return (guarded_weights(s) if guard else own_softmax(s)) @ v
+
+    return fn
+
+
+def masked_after(renormalise):
+    def fn(q, k, v, mask):
+        w = own_softmax(q @ k.T / math.sqrt(q.shape[-1])) * mask
+        if renormalise:
+            w = w / w.sum(axis=-1, keepdims=True)
+        return w @ v
+
+    return fn
+
+
+def masked_naive(q, k, v, mask):
+    s = np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), -np.inf)
+    e = np.exp(s)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v
+
+
+def masked_scaled(c):
+    def fn(q, k, v, mask):
+        return guarded_weights(np.where(mask, q @ k.T * c(q), -np.inf)) @ v
+
+    return fn
+
+
+def masked_rows_loop(q, k, v, mask):
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        allowed = np.flatnonzero(mask[i])
+        if allowed.size:
+            s = k[allowed] @ q[i] / math.sqrt(q.shape[-1])
+            e = np.exp(s - s.max())
+            out[i] = e / e.sum() @ v[allowed]
+    return out
+
+
+def _visible_e5():
+    return [(x,) for _, x in e5_definition._softmax_probes()[:2]]
+
+
+E5_WRONG = [
+    (lambda a: check_definition_shapes(*a), ((5, 3), (5, 3), (5, 6)), "n_m_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 4)), "d_k_d_v_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 3), (3, 5), (3, 6)), "assumed_square"),
+    (lambda a: check_definition_shapes(*a), ((3, 4), (3, 5), (3, 6)), "used_d_k"),
+    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (6, 3)), "transposed"),
+    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 5)), "out_is_weights"),
+    (lambda a: check_definition_shapes(*a), ("3x5", (3, 5), (3, 6)), "not_a_shape"),
+    (check_stable_softmax, lambda x: helpers.attention.softmax(x), "reaches_library"),
+    (check_stable_softmax, imported_softmax, "reaches_library"),
+    (check_stable_softmax, COPIED_SOFTMAX, "reaches_library"),
+    (check_stable_softmax, lambda x: COPIED_SOFTMAX(x), "reaches_library"),
+    (check_stable_softmax, in_a_thread(imported_softmax), "reaches_library"),
+    (check_stable_softmax, lambda x: POOL.submit(own_softmax, x).result(), "reaches_library"),
+    (check_stable_softmax, functools.partial(imported_softmax, axis=-1), "reaches_library"),
+    (check_stable_softmax, lambda x: eval("own_softmax(x)"), "reaches_library"),  # noqa: S307
+    (check_stable_softmax, lookup_table(_visible_e5(), own_softmax), None),
+    (check_stable_softmax, naive_softmax, "no_max_subtraction"),
+    (check_stable_softmax, shifted(lambda x: x.min(axis=-1, keepdims=True)), "subtracted_row_min"),
+    (check_stable_softmax, shifted(lambda x: x.mean(axis=-1, keepdims=True)), "subtracted_row_mean"),
+    (check_stable_softmax, shifted(lambda x: x.max()), "subtracted_global_max"),
+    (check_stable_softmax, lambda x: own_softmax(x, axis=0), "wrong_axis"),
+    (check_stable_softmax, lambda x: np.exp(x - x.max(axis=-1, keepdims=True)), "not_normalised"),
+    (check_stable_softmax, lambda x: own_softmax(x) ** 2, "not_normalised"),
+    (check_stable_softmax, lambda x: own_softmax(x)[..., ::-1], "wrong_values"),
+    (check_stable_softmax, lambda x: np.exp(x - np.max(x, x)) / np.exp(x - np.max(x, x)).sum(), "max_of_two_arrays"),
+    (check_stable_softmax, lambda x: np.exp(x - x.max(axis=-1)) / np.exp(x - x.max(axis=-1)).sum(axis=-1),
+     "missing_keepdims"),
+    (check_stable_softmax, softmax_loop_math, "no_max_subtraction"),  # math.exp(1e4) raises OverflowError
+    (check_stable_softmax, lambda x: own_softmax(np.asarray(x, np.float16)), "precision"),
+    (check_stable_softmax, lambda x: own_softmax(x).tolist()[0], "wrong_shape"),
+    (check_stable_softmax, 3.0, "not_callable"),
+    (check_masked_attention, lambda q, k, v, m: helpers.attention.scaled_dot_product_attention(q, k, v, m)[0],
+     "reaches_library"),
+    (check_masked_attention, lambda q, k, v, m: COPIED_SDPA(q, k, v, m)[0], "reaches_library"),
+    (check_masked_attention, in_a_thread(lambda q, k, v, m: imported_sdpa(q, k, v, m)[0]), "reaches_library"),
+    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, np.ones_like(m)), "mask_ignored"),
+    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, ~m), None),
+    (check_masked_attention, masked_fill(0.0), "masked_with_zero"),
+    (check_masked_attention, masked_fill(-1e9), "masked_row_not_zero"),
+    (check_masked_attention, masked_after(False), "mask_after_softmax"),
+    (check_masked_attention, masked_after(True), "nan_for_masked_row"),
+    (check_masked_attention, masked_naive, "overflow"),
+    (check_masked_attention, masked_scaled(lambda q: 1.0), "unscaled"),
+    (check_masked_attention, masked_scaled(lambda q: 1 / q.shape[-1]), "divided_by_d_k"),
+    (check_masked_attention, masked_fill(-np.inf), "nan_for_masked_row"),
+    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, m).astype(np.float16), "precision"),
+    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, m)[:, :1], "wrong_shape"),
+]
+
+E5_RIGHT = [
+    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 6))),
+    (lambda a: check_definition_shapes(*a), ([3, 5], np.array([3, 5]), (3.0, 6.0))),
+    (check_stable_softmax, own_softmax),
+    (check_stable_softmax, softmax_logsumexp),
+    (check_stable_softmax, lambda x: own_softmax(np.asarray(x, np.float32))),
+    (check_stable_softmax, SoftmaxObject()),  # a callable object
+    (check_masked_attention, masked_right),
+    (check_masked_attention, masked_rows_loop),
+    (check_masked_attention, lambda q, k, v, m: masked_fill(-1e9)(q, k, v, m) * m.any(axis=-1, keepdims=True)),
+    (check_masked_attention, lambda q, k, v, m: (masked_right(q, k, v, m), "weights")),
+]
+
+# ---------------------------------------------------------------------------
+# E6: the backward pass, with and without a mask
+# ---------------------------------------------------------------------------
+
+
+def backward_from(weights_of, kind="right", keep=False):
+    def fn(q, k, v, d_out, mask=None):
+        p = weights_of(q, k, mask)
+        c = 1 / math.sqrt(q.shape[-1])
+        d_p = d_out @ v.T
+        d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
+        if kind == "missing_jacobian_term":
+            d_s = p * d_p
+        if keep and mask is not None:
+            d_s = d_s * mask
+        c2 = {"missing_scale": 1.0, "scale_squared": c * c}.get(kind, c)
+        d_q, d_k, d_v = c2 * d_s @ k, c2 * d_s.T @ q, p.T @ d_out
+        if kind == "d_v_not_transposed":
+            d_v = p @ d_out
+        if kind == "d_k_not_transposed":
+            d_k = c * d_s @ q
+        if kind == "d_q_d_k_swapped":
+            d_q, d_k = c * d_s.T @ q, c * d_s @ k
+        return d_q, d_k, d_v
+
+    return fn
+
+
+def w_stable(q, k, mask=None):
+    s = q @ k.T / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return guarded_weights(s)
+
+
+def w_naive(q, k, mask=None):
+    s = q @ k.T / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def w_fill(fill):
+    def fn(q, k, mask=None):
+        return own_softmax(np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), fill))
+
+    return fn
+
+
+def w_unguarded(q, k, mask=None):
+    with np.errstate(all="ignore"):
+        return own_softmax(np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), -np.inf))
+
+
+def w_after(q, k, mask=None):
+    return own_softmax(q @ k.T / math.sqrt(q.shape[-1])) * mask
+
+
+def backward_einsum(q, k, v, d_out):
+    c = 1 / np.sqrt(q.shape[-1])
+    p = own_softmax(np.einsum("id,jd->ij", q, k) * c)
+    d_p = np.einsum("ie,je->ij", d_out, v)
+    d_s = p * (d_p - np.einsum("ij,ij->i", p, d_p)[:, None])
+    return np.einsum("ij,jd->id", d_s, k) * c, np.einsum("ij,id->jd", d_s, q) * c, np.einsum("ij,ie->je", p, d_out)
+
+
+def backward_loops(q, k, v, d_out):
+    """Row by row, with the softmax's Jacobian built as a matrix (notebook 09's first form)."""
+    c = 1 / math.sqrt(q.shape[-1])
+    p = own_softmax(q @ k.T * c)
+    d_s = np.zeros_like(p)
+    d_p = d_out @ v.T
+    for i in range(p.shape[0]):
+        jac = np.diag(p[i]) - np.outer(p[i], p[i])
+        d_s[i] = jac @ d_p[i]
+    return c * d_s @ k, c * d_s.T @ q, p.T @ d_out
+
+
+def _visible_e6(masked):
+    return [(q, k, v, d) + ((m,) if masked else ()) for _, q, k, v, d, m in e6_backward._backward_cases(masked)[:-1]]
+
+
+E6_WRONG = [
+    (check_attention_backward, lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d), "reaches_library"),
+    (check_attention_backward, lambda q, k, v, d: COPIED_BACKWARD(q, k, v, d), "reaches_library"),
+    (check_attention_backward, in_a_thread(lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d)),
+     "reaches_library"),
+    (check_attention_backward, backward_from(lambda q, k, m=None: imported_softmax(q @ k.T / math.sqrt(q.shape[-1]))),
+     "reaches_library"),
+    (check_attention_backward, lookup_table(_visible_e6(False), backward_from(w_stable)), None),
+    (check_attention_backward, lambda q, k, v, d: backward_from(w_naive)(q, k, v, d), "overflow"),
+    (check_attention_backward, lambda q, k, v, d: backward_from(w_stable)(q, k, v, d)[:2], "wrong_shape"),
+    (check_attention_backward, lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d)),
+     "wrong_values"),
+] + [
+    (check_attention_backward, (lambda kind: lambda q, k, v, d: backward_from(w_stable, kind)(q, k, v, d))(kind), kind)
+    for kind in ("missing_jacobian_term", "missing_scale", "scale_squared", "d_v_not_transposed",
+                 "d_k_not_transposed", "d_q_d_k_swapped")
+] + [
+    (check_masked_backward, lambda q, k, v, d, m: helpers.attention.attention_backward(q, k, v, d, m),
+     "reaches_library"),
+    (check_masked_backward, lambda q, k, v, d, m: POOL.submit(COPIED_BACKWARD, q, k, v, d, m).result(),
+     "reaches_library"),
+    (check_masked_backward, lookup_table(_visible_e6(True), backward_from(w_stable)), None),
+    (check_masked_backward, backward_from(w_fill(0.0)), "masked_with_zero"),
+    (check_masked_backward, backward_from(w_fill(0.0), keep=True), "masked_with_zero"),
+    (check_masked_backward, backward_from(w_fill(-1e9)), "masked_with_large_negative"),
+    (check_masked_backward, backward_from(w_fill(-1e9), keep=True), "masked_with_large_negative"),
+    (check_masked_backward, backward_from(w_after), "mask_after_softmax"),
+    (check_masked_backward, backward_from(w_unguarded), "nan_for_masked_row"),
+    (check_masked_backward, backward_from(w_naive), "overflow"),
+    (check_masked_backward, lambda q, k, v, d, m: backward_from(w_stable)(q, k, v, d), "mask_ignored"),
+    (check_masked_backward, backward_from(w_stable, "missing_jacobian_term"), "missing_jacobian_term"),
+    (check_masked_backward, backward_from(w_stable, "missing_scale"), "missing_scale"),
+    (check_masked_backward, backward_from(w_stable, "d_v_not_transposed"), "d_v_not_transposed"),
+]
+
+E6_RIGHT = [
+    (check_attention_backward, lambda q, k, v, d: backward_from(w_stable)(q, k, v, d)),
+    (check_attention_backward, backward_einsum),
+    (check_attention_backward, backward_loops),
+    (check_attention_backward, lambda q, k, v, d: [g.astype(np.float32) for g in backward_from(w_stable)(q, k, v, d)]),
+    (check_masked_backward, backward_from(w_stable)),
+    (check_masked_backward, backward_from(w_stable, keep=True)),
+]
+
+# ---------------------------------------------------------------------------
+# E7: merging two blocks of the online softmax
+# ---------------------------------------------------------------------------
+
+
+def merge_with(kind="right", guard=True):
+    def fn(m_a, l_a, o_a, m_b, l_b, o_b):
+        m = {"max_from_newer_block": m_b, "max_from_older_block": m_a}.get(kind, np.maximum(m_a, m_b))
+        ref = np.where(np.isfinite(m), m, 0.0) if guard else m
+        with np.errstate(all="ignore"):
+            a, b = np.exp(m_a - ref), np.exp(m_b - ref)
+        la, oa = (l_a, o_a) if kind == "older_not_rescaled" else (l_a * a, o_a * a)
+        l_ = l_a + l_b if kind == "sum_not_rescaled" else la + l_b * b
+        o_ = o_a + o_b if kind == "output_not_rescaled" else oa + o_b * b
+        return m, l_, o_
+
+    return fn
+
+
+def merge_unshifted(m_a, l_a, o_a, m_b, l_b, o_b):
+    """Undo each block's shift, add, shift again: exp(m) overflows at scores of 1e4."""
+    m = np.maximum(m_a, m_b)
+    total_l = l_a * np.exp(m_a) + l_b * np.exp(m_b)
+    total_o = o_a * np.exp(m_a) + o_b * np.exp(m_b)
+    return m, total_l / np.exp(m), total_o / np.exp(m)
+
+
+def merge_logaddexp(m_a, l_a, o_a, m_b, l_b, o_b):
+    m = np.maximum(m_a, m_b)
+    with np.errstate(divide="ignore"):
+        log_l = np.logaddexp(np.log(l_a) + m_a, np.log(l_b) + m_b) - np.where(np.isfinite(m), m, 0.0)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    return m, np.exp(log_l), o_a * np.exp(m_a - safe) + o_b * np.exp(m_b - safe)
+
+
+def merge_where(m_a, l_a, o_a, m_b, l_b, o_b):
+    m = np.maximum(m_a, m_b)
+    a = np.where(np.isneginf(m_a), 0.0, np.exp(np.where(np.isneginf(m_a), 0.0, m_a - np.where(np.isneginf(m), 0.0, m))))
+    b = np.where(np.isneginf(m_b), 0.0, np.exp(np.where(np.isneginf(m_b), 0.0, m_b - np.where(np.isneginf(m), 0.0, m))))
+    return m, l_a * a + l_b * b, o_a * a + o_b * b
+
+
+def _visible_e7():
+    return [tuple(a) + tuple(b) for a, b, _, _ in e6_backward._merge_cases()[:-1]]
+
+
+E7_WRONG = [
+    (check_online_softmax_merge, merge_with("older_not_rescaled"), "older_not_rescaled"),
+    (check_online_softmax_merge, merge_with("max_from_newer_block"), None),
+    (check_online_softmax_merge, merge_with("max_from_older_block"), None),
+    (check_online_softmax_merge, merge_with("sum_not_rescaled"), "sum_not_rescaled"),
+    (check_online_softmax_merge, merge_with("output_not_rescaled"), "output_not_rescaled"),
+    (check_online_softmax_merge, merge_with(guard=False), "not_finite"),
+    (check_online_softmax_merge, merge_unshifted, "overflow"),
+    (check_online_softmax_merge, lambda *s: merge_with()(*s)[:2], "wrong_shape"),
+    (check_online_softmax_merge, lookup_table(_visible_e7(), merge_with()), None),
+    (check_online_softmax_merge, in_a_thread(merge_with()), "reaches_library"),
+    (check_online_softmax_merge, lambda *s: (np.maximum(s[0], s[3]),) + tuple(
+        imported_softmax(np.zeros((1, 1))) * x for x in merge_with()(*s)[1:]), "reaches_library"),
+    (check_online_softmax_merge, lambda *s: exec("pass") or merge_with()(*s), "reaches_library"),
+    (check_online_softmax_merge, lambda m_a, l_a, o_a, m_b, l_b, o_b: (m_b, l_a + l_b, o_a + o_b), None),
+]
+
+E7_RIGHT = [
+    (check_online_softmax_merge, merge_with()),
+    (check_online_softmax_merge, merge_logaddexp),
+    (check_online_softmax_merge, merge_where),
+]
+
+WRONG = E4_WRONG + E5_WRONG + E6_WRONG + E7_WRONG
+RIGHT = E4_RIGHT + E5_RIGHT + E6_RIGHT + E7_RIGHT
+
+
+def _id(item):
+    check, _, name = item if len(item) == 3 else (*item, "right")
+    return f"{getattr(check, '__name__', 'check')}-{name}"
+
+
+def test_corpus_size():
+    assert len(WRONG) >= 90 and len(RIGHT) >= 25, (len(WRONG), len(RIGHT))
+
+
+@pytest.mark.parametrize("item", WRONG, ids=[_id(i) for i in WRONG])
+def test_every_wrong_answer_refused(item):
+    check, answer, mistake = item
+    result = check(answer)
+    assert result.status == "incorrect", result
+    if mistake is not None:
+        assert result.mistake == mistake, result
+
+
+@pytest.mark.parametrize("item", RIGHT, ids=[_id(i) for i in RIGHT])
+def test_every_right_answer_accepted(item):
+    check, answer = item
+    result = check(answer)
+    assert result.status == "correct", result
+
+
+def test_float32_is_accepted_with_a_note_on_precision():
+    r = check_stable_softmax(lambda x: own_softmax(np.asarray(x, np.float32)))
+    assert r and "float32" in r.message and "precision" in r.message
+    r = check_stable_softmax(lambda x: own_softmax(np.asarray(x, np.float16)))
+    assert not r and "float16" in r.message and "precision is the problem" in r.message
+
+
+def test_refusals_say_why():
+    for check, answer, mistake in WRONG:
+        if mistake == "reaches_library":
+            message = check(answer).message
+            assert "graded answers must be computed with your own NumPy code, not the library's kernels" in message
+
+
+def test_overflow_messages_give_the_fix():
+    for check, answer, mistake in WRONG:
+        if mistake == "overflow":
+            message = check(answer).message
+            assert "overflow" in message and "maximum" in message and "05 and 06" in message, message
+
+
+def test_no_catch_all_message_gives_the_recipe():
+    # The messages of unrecognised answers name no formula: no "exp(", "max(m_a", "P^T dO", "-inf then".
+    catch_alls = [
+        check_self_attention(lambda x, wq, wk, wv: sa_right(x, wq, wk, wv) + 1),
+        check_stable_softmax(lambda x: own_softmax(x)[..., ::-1]),
+        check_masked_attention(lambda q, k, v, m: masked_right(q, k, v, m) * 2),
+        check_attention_backward(lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d))),
+        check_online_softmax_merge(lambda m_a, l_a, o_a, m_b, l_b, o_b: (np.maximum(m_a, m_b), l_a, o_a)),
+    ]
+    for r in catch_alls:
+        assert r.mistake == "wrong_values", r
+        for recipe in ("exp(", "max(m_a", "P^T", "dS =", "sqrt(d_k)) with", "keepdims=True) before"):
+            assert recipe not in r.message, (recipe, r.message)
+
+
+def test_messages_agree_in_number():
+    import re
+
+    bad = re.compile(r"\bYour (weights|scores|context vectors|gradients|values) (has|is|holds|contains|does)\b"
+                     r"|\b(dQ|dK|dV) and (dQ|dK|dV) does\b")
+    messages = [check(answer).message for check, answer, _ in WRONG]
+    offenders = [m for m in messages if bad.search(m)]
+    assert not offenders, offenders[:3]
+
+
+# ---------------------------------------------------------------------------
+# Every task passes with what the lessons before it teach
+# ---------------------------------------------------------------------------
+
+
+def test_lessons_suffice_e4_exercise_1():
+    # Lessons 01-04: queries and keys by projection, one query's dot product with every key.
+    journey = examples.load_example("journey")
+    queries = journey.inputs @ journey.w_q
+    keys = journey.inputs @ journey.w_k
+    assert check_journey_scores_row(queries[2] @ keys.T)
+
+
+def test_lessons_suffice_e4_exercise_2():
+    # Lesson 01: scale, then exp and divide by the sum (or attention.softmax, as lessons 01-04 do).
+    scaled = S[2] / np.sqrt(2)
+    exps = np.exp(scaled)
+    assert check_journey_weights_row(exps / exps.sum())
+    assert check_journey_weights_row(helpers.attention.softmax(scaled))
+
+
+def test_lessons_suffice_e4_exercise_3():
+    # Lesson 04's class, with lesson 01's softmax by hand (no max subtraction: that is lesson 06).
+    class SelfAttention:
+        def __init__(self, w_q, w_k, w_v):
+            self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
+
+        def forward(self, x):
+            q, k, v = x @ self.w_q, x @ self.w_k, x @ self.w_v
+            scores = q @ k.T / np.sqrt(q.shape[-1])
+            exps = np.exp(scores)
+            return exps / exps.sum(axis=-1, keepdims=True) @ v
+
+    assert check_self_attention(SelfAttention)
+
+
+def test_e4_probes_stay_below_overflow():
+    for _, (x, w_q, w_k, w_v) in e4_journey._self_attention_cases():
+        s = (x @ w_q) @ (x @ w_k).T / math.sqrt(w_q.shape[1])
+        assert np.abs(s).max() < e4_journey.MAX_SCORE < 709
+
+
+def test_lessons_suffice_e4_exercise_4():
+    # Lesson 04/08's rule: the variances of d independent unit-variance products add.
+    d = 100
+    assert check_journey_variance_d100(d * 1.0, d / np.sqrt(d) ** 2)
+
+
+def test_lessons_suffice_e5_exercise_1():
+    assert check_definition_shapes((3, 5), (3, 5), (3, 6))
+
+
+def test_lessons_suffice_e5_exercise_2():
+    # Lesson 06: subtract each row's maximum before exp.
+    def my_softmax(x):
+        shifted_x = x - np.max(x, axis=-1, keepdims=True)
+        e = np.exp(shifted_x)
+        return e / np.sum(e, axis=-1, keepdims=True)
+
+    assert check_stable_softmax(my_softmax)
+
+
+def test_lessons_suffice_e5_exercise_3():
+    # Lesson 05: -inf for blocked keys, and a fully masked row gives zeros; lesson 06: the max.
+    assert check_masked_attention(masked_right)
+
+
+def test_lessons_suffice_e6_exercise_1():
+    # Lesson 09: the five formulas, with lesson 06's softmax.
+    def attention_backward(q, k, v, d_out):
+        s = q @ k.T / np.sqrt(q.shape[-1])
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+        d_v = p.T @ d_out
+        d_p = d_out @ v.T
+        d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
+        return d_s @ k / np.sqrt(q.shape[-1]), d_s.T @ q / np.sqrt(q.shape[-1]), d_v
+
+    assert check_attention_backward(attention_backward)
+
+
+def test_lessons_suffice_e6_exercise_2():
+    # Lesson 10: blocked scores -inf, and a fully masked row passes back zeros.
+    assert check_masked_backward(backward_from(w_stable))
+
+
+def test_lessons_suffice_e7():
+    # Lesson 11: the running maximum, both blocks rescaled to it; an empty block adds nothing.
+    assert check_online_softmax_merge(merge_with())
+
+
+def test_fully_masked_row_decision_is_zeros():
+    # The decision, documented in the checks and the tasks: a row with no allowed key gives zeros
+    # (output, weights and every gradient), as the library's kernels do.
+    rng = np.random.default_rng(0)
+    q, k, v, d = rng.normal(size=(3, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
+    mask = np.ones((3, 4), bool)
+    mask[1] = False
+    out, weights = helpers.attention.scaled_dot_product_attention(q, k, v, mask)
+    assert np.all(out[1] == 0) and np.all(weights[1] == 0)
+    d_q, _, _ = helpers.attention.attention_backward(q, k, v, d, mask)
+    assert np.all(d_q[1] == 0)
+    np.testing.assert_allclose(masked_right(q, k, v, mask), out, atol=1e-12)
