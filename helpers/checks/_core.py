@@ -365,9 +365,7 @@ def _object_reasons(obj, visit, label=None):
         return [r for f in (obj.fget, obj.fset) if f is not None for r in _object_reasons(f, visit)]
     if isinstance(obj, types.FunctionType):
         fn_module = obj.__module__ or ""
-        if fn_module.startswith("helpers.attention") or (
-            fn_module.startswith("helpers") and not fn_module.startswith("helpers.checks")
-        ):
+        if fn_module == "helpers" or fn_module.startswith("helpers."):  # the checks' own helpers too
             return [f"it calls {fn_module}.{obj.__name__}"]
         code = obj.__code__
         _, prints = _library_fingerprints()
@@ -388,7 +386,7 @@ def _object_reasons(obj, visit, label=None):
         return []
     if isinstance(obj, type):
         where = obj.__module__ or ""
-        if (where == "helpers" or where.startswith("helpers.")) and not where.startswith("helpers.checks"):
+        if where == "helpers" or where.startswith("helpers."):
             return [f"it uses the class {where}.{obj.__name__}"]
         if where.split(".")[0] in _THREAD_MODULES:
             return [f"it uses {where}.{obj.__name__} (threads)"]
@@ -663,6 +661,7 @@ class _Call:
     error: Exception | None = None
     warned: bool = False
     used: tuple = ()
+    overflowed: bool = False  # NumPy's warning said "overflow"
 
 
 LIBRARY_KERNELS = (
@@ -757,10 +756,12 @@ def _call_student(fn, *args, allowed=()):
         try:
             value = fn(*args)
         except Exception as exc:  # noqa: BLE001 - the student's code may raise anything
-            return _Call(error=exc, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+            return _Call(error=exc, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)),
+                         overflowed=_overflow_warning(caught))
         finally:
             restore()
-    return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+    return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)),
+                 overflowed=_overflow_warning(caught))
 
 
 def _fresh_rng():
@@ -780,6 +781,11 @@ def _used_library(call, what):
         "please write the computation yourself with NumPy (np.exp, np.max, @ and so on); you are "
         "welcome to compare your result with the kernel outside the function.",
     )
+
+
+def _overflow_warning(caught):
+    """True if NumPy warned about an overflow (of exp, most often)."""
+    return any(issubclass(w.category, RuntimeWarning) and "overflow" in str(w.message) for w in caught)
 
 
 def _numeric_warning(caught):

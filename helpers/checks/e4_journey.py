@@ -304,8 +304,8 @@ def check_self_attention(fn, seed=None):
         Mistakes recognised: ``not_callable``, ``instance_not_class``,
         ``reaches_library`` (refused before running), ``used_library`` (called a
         kernel), ``raises`` (and the named ``max_of_two_arrays``,
-        ``missing_keepdims``), ``overflow`` (NaN or inf in the output, or NumPy
-        warned), ``unscaled``, ``divided_by_d_k``, ``scaled_by_d_in``,
+        ``missing_keepdims``), ``overflow`` (NumPy warned of an overflow),
+        ``not_finite`` (NaN or inf without an overflow: a division by zero), ``unscaled``, ``divided_by_d_k``, ``scaled_by_d_in``,
         ``wrong_axis``, ``no_transpose``, ``swapped_q_k``, ``softmax_whole_matrix``,
         ``missing_keepdims`` (a square case, where no error is raised),
         ``returned_weights``, ``unprojected_values``, ``wrong_shape``, ``wrong_values``.
@@ -340,8 +340,15 @@ def check_self_attention(fn, seed=None):
                 f"On {case} your function returned a {type(value).__name__}; it should return the "
                 f"context vectors, an array of shape {expected.shape} (n, d_out).",
             )
-        if _broke(call, got):
+        if call.overflowed:
             return _overflow(call, "self-attention", f" on {case}")
+        if _broke(call, got):
+            return _incorrect(
+                "not_finite",
+                f"Your self-attention returns NaN or infinity on {case}, although every score there "
+                f"is below {MAX_SCORE:g} in size, so np.exp cannot overflow. Look for a division by "
+                "zero: a square root of 0, a sum of 0, or a width taken from the wrong axis.",
+            )
         dtype = _low_precision(value)
         if dtype is not None and got.shape == expected.shape:
             ok, message = _precision_verdict(dtype, got, expected, "self-attention")
