@@ -305,7 +305,8 @@ def check_self_attention(fn, seed=None):
         ``reaches_library`` (refused before running), ``used_library`` (called a
         kernel), ``raises`` (and the named ``max_of_two_arrays``,
         ``missing_keepdims``), ``overflow`` (NumPy warned of an overflow),
-        ``not_finite`` (NaN or inf without an overflow: a division by zero), ``unscaled``, ``divided_by_d_k``, ``scaled_by_d_in``,
+        ``not_finite`` (NaN or inf without an overflow: a division by zero),
+        ``unscaled``, ``divided_by_d_k``, ``scaled_by_d_in``,
         ``wrong_axis``, ``no_transpose``, ``swapped_q_k``, ``softmax_whole_matrix``,
         ``missing_keepdims`` (a square case, where no error is raised),
         ``returned_weights``, ``unprojected_values``, ``wrong_shape``, ``wrong_values``.
