@@ -17,6 +17,7 @@ import sys
 import threading
 import types
 
+import nbformat
 import numpy as np
 import pytest
 from nbclient import NotebookClient
@@ -290,3 +291,62 @@ def test_core_is_what_every_check_module_uses():
 
     for module in (e1_section_5_2, e2_i_am_happy, e3_cat_sat):
         assert module._never_raise is _core._never_raise
+
+
+# ---------------------------------------------------------------------------
+# Nothing a student has gives an answer away (E4-E7 and the core)
+# ---------------------------------------------------------------------------
+
+OWN_MODULES = ("_core", "e4_journey", "e5_definition", "e6_backward")
+
+
+def _docstrings(module):
+    import inspect
+
+    yield module.__name__, inspect.getdoc(module) or ""
+    for name, obj in vars(module).items():
+        if (inspect.isfunction(obj) or inspect.isclass(obj)) and getattr(obj, "__module__", "") == module.__name__:
+            yield name, inspect.getdoc(obj) or ""
+
+
+@pytest.mark.parametrize("name", OWN_MODULES)
+def test_no_docstring_passes_a_check_or_holds_a_reference_implementation(name):
+    import importlib
+
+    module = importlib.import_module(f"helpers.checks.{name}")
+    for where, doc in _docstrings(module):
+        assert "✅ correct" not in doc, where
+        for line in doc.splitlines():
+            code = line.strip().removeprefix(">>>").removeprefix("...").strip()
+            if line.strip().startswith((">>>", "...")):
+                assert "check_" not in code, (where, line)
+            assert not code.startswith(("def ", "return ")), (where, line)
+            assert "np.exp(" not in code and "keepdims=True) " not in code, (where, line)
+
+
+def test_no_docstring_states_the_e4_answers():
+    import inspect
+
+    from helpers.checks import e4_journey
+
+    text = inspect.getsource(e4_journey)
+    for number in ("1.2544", "1.8284", "0.1503", "0.2256", "0.2192"):  # the row of "starts"
+        assert number not in text
+
+
+def _student(name):
+    return nbformat.read(f"exercises/student/{name}.ipynb", as_version=4)
+
+
+@pytest.mark.parametrize("name", ["E4-journey", "E5-definition", "E6-backward", "E7-online-softmax"])
+def test_student_notebooks_do_not_point_to_the_solutions(name):
+    for cell in _student(name).cells:
+        assert "exercises/solutions" not in cell.source and "worked answers" not in cell.source, cell.id
+
+
+def test_e6_student_copy_does_not_import_the_answer():
+    # The Colab cell (written by tools/navigation.py) only checks that the package is installed.
+    for cell in _student("E6-backward").cells:
+        if cell.cell_type == "code" and "colab-install" not in cell.metadata.get("tags", []):
+            assert "helpers.attention" not in cell.source and "import attention" not in cell.source, cell.id
+            assert "from helpers import" not in cell.source.replace("from helpers.checks import", ""), cell.id

@@ -198,8 +198,8 @@ def _self_attention_cases(seed=None):
     """The journey example, a seeded case with n = d_out, and three probes the notebook does not show.
 
     Every score stays below ``MAX_SCORE`` in size: E4 comes before notebooks 05 and 06, which
-    teach the max subtraction, so the plain np.exp(s) / np.exp(s).sum(...) of notebook 01 must
-    pass here (the overflow cases are E5's). Rows of very different sizes are still there.
+    teach the max subtraction, so the plain softmax of notebook 01 must pass here (the
+    overflow cases are E5's). Rows of very different sizes are still there.
     """
     ex = examples.load_example("journey")
     rng = np.random.default_rng(43)
