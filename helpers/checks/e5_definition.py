@@ -97,7 +97,10 @@ def check_stable_softmax(fn, seed=None):
     2-D array, logits of 1e4 and -1e4, [0, 1000], [0, 2000], rows with offsets
     0, 1e4 and -1e4, a random batch of shape (2, 3, 7) with offsets in the
     thousands, three wide rows of 700 logits spread over thousands, and rows of
-    one logit. Its warnings are recorded, never shown; its exceptions are caught.
+    one logit, then a case drawn anew at each run. No row is all -inf: a softmax
+    has no mask, and fully masked rows are met by :func:`check_masked_attention`,
+    the backward checks and the merge. Its warnings are recorded, never shown;
+    its exceptions are caught.
     The answer is read first by :func:`helpers.checks._core.static_refusal`; while
     it runs, the kernels of :mod:`helpers.attention` are replaced by recording
     stand-ins.
