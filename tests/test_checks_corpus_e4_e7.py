@@ -567,6 +567,8 @@ E6_RIGHT = [
     (check_attention_backward, lambda q, k, v, d: [g.astype(np.float32) for g in backward_from(w_stable)(q, k, v, d)]),
     (check_masked_backward, backward_from(w_stable)),
     (check_masked_backward, backward_from(w_stable, keep=True)),
+    (check_masked_backward, lambda q, k, v, d, m: tuple(g.astype(np.float32) for g in backward_from(w_stable)(
+        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), d.astype(np.float32), m))),
 ]
 
 # ---------------------------------------------------------------------------
@@ -630,12 +632,15 @@ E7_WRONG = [
         imported_softmax(np.zeros((1, 1))) * x for x in merge_with()(*s)[1:]), "reaches_library"),
     (check_online_softmax_merge, lambda *s: exec("pass") or merge_with()(*s), "reaches_library"),
     (check_online_softmax_merge, lambda m_a, l_a, o_a, m_b, l_b, o_b: (m_b, l_a + l_b, o_a + o_b), None),
+    (check_online_softmax_merge, lambda *st: tuple(x.astype(np.float16) for x in merge_with()(*st)), None),
 ]
 
 E7_RIGHT = [
     (check_online_softmax_merge, merge_with()),
     (check_online_softmax_merge, merge_logaddexp),
     (check_online_softmax_merge, merge_where),
+    (check_online_softmax_merge, lambda *st: tuple(np.float32(1) * x for x in merge_with()(
+        *(np.asarray(x, np.float32) for x in st)))),
 ]
 
 WRONG = E4_WRONG + E5_WRONG + E6_WRONG + E7_WRONG

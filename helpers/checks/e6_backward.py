@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from helpers.checks._core import (
+    CheckResult,
     _and,
     _call_student,
     _check_callable,
@@ -42,8 +43,10 @@ from helpers.checks._core import (
     _float_result,
     _fresh_rng,
     _incorrect,
+    _low_precision,
     _never_raise,
     _overflow,
+    _precision_verdict,
     _raised,
     _used_library,
     _verb,
@@ -240,6 +243,7 @@ def _check_backward(fn, what, masked, seed=None):
     if result is not None:
         return result
     names = ("dQ", "dK", "dV")
+    note = ""
     for label, q, k, v, d_out, mask in _backward_cases(masked, seed):
         args = (q, k, v, d_out) + ((mask,) if masked else ())
         call = _call_student(fn, *args)
@@ -261,6 +265,15 @@ def _check_backward(fn, what, masked, seed=None):
         if _close3(got, reference):
             continue
         finite = all(np.all(np.isfinite(g)) for g in got)
+        dtype = _low_precision(call.value)
+        if dtype is not None and finite:
+            ok, message = _precision_verdict(dtype, np.concatenate([g.ravel() for g in got]),
+                                             np.concatenate([r.ravel() for r in reference]), what)
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
         if not finite or (call.warned and label == "large"):
             if masked and label == "small":
                 empty = ~mask.any(axis=-1)
@@ -302,7 +315,7 @@ def _check_backward(fn, what, masked, seed=None):
             "line of your code with the formulas at the top of the notebook, keeping the shape "
             "beside each line.",
         )
-    return None
+    return note
 
 
 @_never_raise
@@ -335,8 +348,9 @@ def check_attention_backward(fn, seed=None):
 
     """
     result = _check_backward(fn, "attention_backward", masked=False, seed=seed)
-    return result if result is not None else _correct(
-        "Right: dQ, dK and dV match finite differences on four random shapes, and stay finite at scores of 1e4."
+    return result if isinstance(result, CheckResult) else _correct(
+        "Right: dQ, dK and dV match finite differences on four random shapes, and stay finite at scores "
+        "of 1e4." + result
     )
 
 
@@ -368,8 +382,8 @@ def check_masked_backward(fn, seed=None):
 
     """
     result = _check_backward(fn, "masked_backward", masked=True, seed=seed)
-    return result if result is not None else _correct(
-        "Right: your gradients match finite differences, and a fully masked row passes back zeros."
+    return result if isinstance(result, CheckResult) else _correct(
+        "Right: your gradients match finite differences, and a fully masked row passes back zeros." + result
     )
 
 
@@ -508,6 +522,7 @@ def check_online_softmax_merge(fn, seed=None):
     result = _check_callable(fn, "merge")
     if result is not None:
         return result
+    note = ""
     for a, b, s, v in _merge_cases(seed):
         n, d_v = a[2].shape
         call = _call_student(fn, *a, *b)
@@ -526,6 +541,17 @@ def check_online_softmax_merge(fn, seed=None):
         variants = _merge_variants(a, b)
         if _same_state_empty_rows(got, right):
             continue
+        dtype = _low_precision(call.value)
+        if dtype is not None and all(np.all(np.isfinite(x)) for x in got[1:]):
+            finite_m = np.isfinite(right[0])
+            ok, message = _precision_verdict(
+                dtype, np.concatenate([got[0][finite_m], got[1].ravel(), got[2].ravel()]),
+                np.concatenate([right[0][finite_m], right[1].ravel(), right[2].ravel()]), "merge")
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
         record("state", "merge", right, [(k, x) for k, x in variants.items() if k != "right"], 1e-12, 1e-9)
         finite = [np.isfinite(x) | (np.isneginf(x) if i == 0 else False) for i, x in enumerate(got)]
         if not all(np.all(f) for f in finite):
@@ -547,4 +573,4 @@ def check_online_softmax_merge(fn, seed=None):
             "together, and not in a way this check knows. Test your merge on two blocks of a row "
             "you can work out by hand, and compare o / l with the softmax of all its scores times v.",
         )
-    return _correct("Right: your merge keeps the running maximum and rescales both blocks to it.")
+    return _correct("Right: your merge keeps the running maximum and rescales both blocks to it." + note)
