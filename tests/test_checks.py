@@ -835,14 +835,18 @@ def test_init_not_yet():
 # "journey": the scores and weights row, the forward pass, the variance at d = 100
 # ---------------------------------------------------------------------------
 
-S_J = (XJ @ WQJ) @ (XJ @ WKJ).T
+S_6 = (XJ @ WQJ) @ (XJ @ WKJ).T  # the six-token sentence of notebook 04
+X7 = np.vstack([XJ, [0.91, 0.12, 0.65]])  # the sentence grown by "forward", as the task prints it
+S_J = (X7 @ WQJ) @ (X7 @ WKJ).T  # (7, 7): the exercises ask for its row of "starts"
 W_J = softmax(S_J / math.sqrt(2))
 
 
 def test_journey_rows_exact():
-    # The exercises ask for the row of "starts" (2); the document prints the row of "journey" (1).
-    np.testing.assert_allclose(S_J[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
-    assert round(W_J[1, 1], 4) == 0.2264
+    # The exercises ask for the row of "starts" (2) in the seven-token sentence; the document
+    # prints the row of "journey" (1) in the six-token one.
+    np.testing.assert_allclose(S_6[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
+    assert round(softmax(S_6 / math.sqrt(2))[1, 1], 4) == 0.2264
+    np.testing.assert_allclose(S_J[:6, :6], S_6)  # a new token adds a row and a column, changes none
     assert_correct(check_journey_scores_row(S_J[2]))
     assert_correct(check_journey_scores_row(S_J[2].round(2).tolist()))
     assert_correct(check_journey_weights_row(W_J[2]))
@@ -877,13 +881,16 @@ def test_no_example_field_holds_the_rows_asked_for():
         ([14.5, 25.1, 24.8, 14.3, 8.6, 17.6], "document_row"),
         (S_J[2] / math.sqrt(2), "scaled"),
         (S_J[2] / 2, "divided_by_d_k"),
-        (((XJ @ WKJ) @ (XJ @ WQJ).T)[2], "swapped_q_k"),
+        (((X7 @ WKJ) @ (X7 @ WQJ).T)[2], "swapped_q_k"),
         (S_J[:, 2], "swapped_q_k"),
-        ((XJ @ XJ.T)[2], "no_projection"),
+        ((X7 @ X7.T)[2], "no_projection"),
+        (S_6[2], "six_keys"),
+        (S_6[1], "six_keys"),
         (S_J, "whole_matrix"),
         (S_J[0], "wrong_row"),
         (S_J[1], "wrong_row"),
         (S_J[5], "wrong_row"),
+        (S_J[6], "wrong_row"),
         (S_J[2][:5], "wrong_shape"),
         (S_J[2] + 0.1, "wrong_values"),
     ],
@@ -906,6 +913,7 @@ def test_journey_wrong_row_message():
         (softmax(S_J / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
         (W_J, "whole_matrix"),
         (W_J[4], "wrong_row"),
+        (softmax(S_6 / math.sqrt(2))[2], "six_keys"),
         (W_J[2][::-1], "wrong_values"),
         (W_J[2][:, None], "wrong_shape"),
     ],
@@ -1011,12 +1019,12 @@ def test_self_attention_not_yet():
 V100 = examples.load_example("journey_variance_d100")
 
 
-@pytest.mark.parametrize("answer", [(100, 1), (100.0, 1.0), (np.float64(100), 1), (100, 100 / math.sqrt(100) ** 2)])
+@pytest.mark.parametrize("answer", [(400, 4), (400.0, 4.0), (np.float64(400), 4), (400, 400 / math.sqrt(100) ** 2)])
 def test_variance_d100_right(answer):
     assert_correct(check_journey_variance_d100(*answer))
 
 
-@pytest.mark.parametrize("answer", [(100.53, 1), (100.5, 1), (100, 1.005), (99.7, 0.997)])
+@pytest.mark.parametrize("answer", [(402.13, 4), (400.5, 4), (400, 4.005), (398.8, 3.988)])
 def test_variance_d100_one_rule_for_estimates(answer):
     # E3's rule: the expected value from the formula; any sample or rounded estimate is refused
     # with a message saying the task wants the expectation, not a sample.
@@ -1026,31 +1034,34 @@ def test_variance_d100_one_rule_for_estimates(answer):
 
 
 def test_variance_d100_simulated_and_document_are_estimates_not_the_expected_value():
-    # The exercise asks for the expected value; a simulation (the document's printout is one)
-    # is named as such.
-    var = simulated_variance(100, n=2_000, seed=2)  # 95.8
-    assert abs(var - 100) > 0.5
+    # The exercise asks for the expected value; a simulation is named as such. The document's
+    # printout is for unit variances, so it is a wrong value here.
+    var = 4 * simulated_variance(100, n=2_000, seed=2)  # 4 x 95.8: queries of variance 4
+    assert abs(var - 400) > 2
     assert_mistake(check_journey_variance_d100(var, var / 100), "simulation_estimate")
     given = V100.given
     r = check_journey_variance_d100(given["variance_before"], V100.figure("variance_after").printed)
-    assert_mistake(r, "simulation_estimate")
-    assert "107.4" in r.message
-    assert_mistake(check_journey_variance_d100("100", 1), "not_a_number")
+    assert_mistake(r, "wrong_value")
+    assert_mistake(check_journey_variance_d100(100, 1), "unit_variance")
+    assert_mistake(check_journey_variance_d100("400", 4), "not_a_number")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
-        ((10, 1), "gave_std"),
-        ((1, 1), "already_scaled"),
-        ((10_000, 1), "squared"),
-        ((100, 10), "variance_divided_by_sqrt"),
-        ((100, 0.01), "divided_by_d_k"),
-        ((100, 100), "not_scaled"),
-        ((50, 1), "wrong_value"),
-        ((100, 0.5), "wrong_value"),
-        ((100, "one"), "not_a_number"),
-        ((100, float("nan")), "not_finite"),
+        ((20, 4), "gave_std"),
+        ((4, 4), "already_scaled"),
+        ((160_000, 4), "squared"),
+        ((400, 40), "variance_divided_by_sqrt"),
+        ((400, 0.04), "divided_by_d_k"),
+        ((400, 400), "not_scaled"),
+        ((400, 1), "unit_variance"),
+        ((200, 2), "std_of_queries"),
+        ((500, 5), "added_variances"),
+        ((50, 4), "wrong_value"),
+        ((400, 0.5), "wrong_value"),
+        ((400, "four"), "not_a_number"),
+        ((400, float("nan")), "not_finite"),
     ],
 )
 def test_variance_d100_mistakes(answer, name):
@@ -1059,7 +1070,7 @@ def test_variance_d100_mistakes(answer, name):
 
 def test_variance_d100_not_yet():
     assert check_journey_variance_d100(None).status == "not yet"
-    assert check_journey_variance_d100(100).status == "not yet"
+    assert check_journey_variance_d100(400).status == "not yet"
 
 
 # ---------------------------------------------------------------------------

@@ -66,8 +66,12 @@ def guarded_weights(s):
 
 
 JOURNEY = examples.load_example("journey")
-S = JOURNEY.q @ JOURNEY.k.T
+X7 = np.vstack([JOURNEY.inputs, e4_journey.NEW_INPUT])  # the sentence grown by "forward"
+Q7, K7 = X7 @ JOURNEY.w_q, X7 @ JOURNEY.w_k
+S = Q7 @ K7.T  # (7, 7)
 W = own_softmax(S / math.sqrt(2))
+S6 = JOURNEY.q @ JOURNEY.k.T  # the six-token sentence of notebook 04
+W6 = own_softmax(S6 / math.sqrt(2))
 
 
 def recompiled(name):
@@ -199,7 +203,10 @@ E4_WRONG = [
     (check_journey_scores_row, S[2] / math.sqrt(2), "scaled"),
     (check_journey_scores_row, S[2] / 2, "divided_by_d_k"),
     (check_journey_scores_row, S[:, 2], "swapped_q_k"),
-    (check_journey_scores_row, (JOURNEY.inputs @ JOURNEY.inputs.T)[2], "no_projection"),
+    (check_journey_scores_row, (X7 @ X7.T)[2], "no_projection"),
+    (check_journey_scores_row, S6[2], "six_keys"),
+    (check_journey_scores_row, np.append(S6[2], 0.0), "wrong_values"),
+    (check_journey_scores_row, np.vstack([Q7[-1:], Q7[:-1]])[3] @ np.vstack([K7[-1:], K7[:-1]]).T, "new_token_first"),
     (check_journey_scores_row, S, "whole_matrix"),
     (check_journey_scores_row, S[1], "wrong_row"),
     (check_journey_scores_row, S[0], "wrong_row"),
@@ -216,10 +223,14 @@ E4_WRONG = [
     (check_journey_weights_row, own_softmax(S[2]), "unscaled"),
     (check_journey_weights_row, own_softmax(S[2] / 2), "divided_by_d_k"),
     (check_journey_weights_row, own_softmax(S[2] / math.sqrt(3)), "scaled_by_d_in"),
-    (check_journey_weights_row, own_softmax((S / math.sqrt(2)).ravel()).reshape(6, 6)[2], "softmax_whole_matrix"),
+    (check_journey_weights_row, own_softmax((S / math.sqrt(2)).ravel()).reshape(7, 7)[2], "softmax_whole_matrix"),
     (check_journey_weights_row, own_softmax(S / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
     (check_journey_weights_row, W, "whole_matrix"),
     (check_journey_weights_row, W[4], "wrong_row"),
+    (check_journey_weights_row, W6[2], "six_keys"),
+    (check_journey_weights_row, np.append(W6[2], W[2, 6]), "kept_six_weights"),
+    (check_journey_weights_row, W6[1], "six_keys"),  # notebook 04 computes this row
+    (check_journey_scores_row, S6[1], "six_keys"),
     (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "wrong_values"),
     (check_journey_weights_row, W[2][:, None], "wrong_shape"),
     (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
@@ -257,24 +268,27 @@ E4_WRONG = [
     (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).astype(np.float16), "precision"),
     (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).T, "wrong_shape"),
     # exercise 4: the expected variance
-    (lambda a: check_journey_variance_d100(*a), (10, 1), "gave_std"),
-    (lambda a: check_journey_variance_d100(*a), (1, 1), "already_scaled"),
-    (lambda a: check_journey_variance_d100(*a), (10_000, 1), "squared"),
-    (lambda a: check_journey_variance_d100(*a), (100, 10), "variance_divided_by_sqrt"),
-    (lambda a: check_journey_variance_d100(*a), (100, 0.01), "divided_by_d_k"),
-    (lambda a: check_journey_variance_d100(*a), (100, 100), "not_scaled"),
-    (lambda a: check_journey_variance_d100(*a), (100.53, 1), "simulation_estimate"),
-    (lambda a: check_journey_variance_d100(*a), (100.5, 1), "simulation_estimate"),
-    (lambda a: check_journey_variance_d100(*a), (107.4, 1.074), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (100, 1), "unit_variance"),  # notebook 08's case
+    (lambda a: check_journey_variance_d100(*a), (200, 2), "std_of_queries"),
+    (lambda a: check_journey_variance_d100(*a), (500, 5), "added_variances"),
+    (lambda a: check_journey_variance_d100(*a), (400, 5), "added_variances"),
+    (lambda a: check_journey_variance_d100(*a), (20, 1), "gave_std"),
+    (lambda a: check_journey_variance_d100(*a), (4, 4), "already_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (160_000, 4), "squared"),
+    (lambda a: check_journey_variance_d100(*a), (400, 40), "variance_divided_by_sqrt"),
+    (lambda a: check_journey_variance_d100(*a), (400, 0.04), "divided_by_d_k"),
+    (lambda a: check_journey_variance_d100(*a), (400, 400), "not_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (402.13, 4), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (400, 4.02), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (107.4, 1.074), "wrong_value"),
     (lambda a: check_journey_variance_d100(*a), (50, 1), "wrong_value"),
-    (lambda a: check_journey_variance_d100(*a), ("100", 1), "not_a_number"),
+    (lambda a: check_journey_variance_d100(*a), ("400", 4), "not_a_number"),
 ]
 
 E4_RIGHT = [
-    (check_journey_scores_row, np.array([sum(JOURNEY.q[2, c] * JOURNEY.k[j, c] for c in range(2))
-                                         for j in range(6)])),
-    (check_journey_scores_row, np.einsum("d,jd->j", (JOURNEY.inputs @ JOURNEY.w_q)[2],
-                                         JOURNEY.inputs @ JOURNEY.w_k).tolist()),
+    (check_journey_scores_row, np.array([sum(Q7[2, c] * K7[j, c] for c in range(2)) for j in range(7)])),
+    (check_journey_scores_row, np.einsum("d,jd->j", (X7 @ JOURNEY.w_q)[2], X7 @ JOURNEY.w_k).tolist()),
+    (check_journey_scores_row, np.append(S6[2], Q7[2] @ K7[6])),  # the six old scores and one new
     (check_journey_scores_row, S[2].round(3)),
     (check_journey_weights_row, helpers.attention.softmax(S[2] / math.sqrt(2))),  # a hand answer: lessons 01-04
     (check_journey_weights_row, naive_softmax(S[2] / np.sqrt(2)).astype(np.float32)),
@@ -285,8 +299,8 @@ E4_RIGHT = [
     (check_self_attention, lambda x, wq, wk, wv: (sa_right(x, wq, wk, wv), "weights")),
     (check_self_attention, lambda x, wq, wk, wv: sa_right(x.astype(np.float32), wq.astype(np.float32),
                                                            wk.astype(np.float32), wv.astype(np.float32))),
-    (lambda a: check_journey_variance_d100(*a), (100, 1)),
-    (lambda a: check_journey_variance_d100(*a), (100.0, 100 / math.sqrt(100) ** 2)),
+    (lambda a: check_journey_variance_d100(*a), (400, 4)),
+    (lambda a: check_journey_variance_d100(*a), (100 * 4.0 * 1.0, 400 / math.sqrt(100) ** 2)),
 ]
 
 # ---------------------------------------------------------------------------
@@ -725,9 +739,11 @@ def test_messages_agree_in_number():
 
 def test_lessons_suffice_e4_exercise_1():
     # Lessons 01-04: queries and keys by projection, one query's dot product with every key.
+    # The new token is one more input row (np.vstack), projected like the others.
     journey = examples.load_example("journey")
-    queries = journey.inputs @ journey.w_q
-    keys = journey.inputs @ journey.w_k
+    x = np.vstack([journey.inputs, [0.91, 0.12, 0.65]])  # the input the task prints
+    queries = x @ journey.w_q
+    keys = x @ journey.w_k
     assert check_journey_scores_row(queries[2] @ keys.T)
 
 
@@ -761,9 +777,10 @@ def test_e4_probes_stay_below_overflow():
 
 
 def test_lessons_suffice_e4_exercise_4():
-    # Lesson 04/08's rule: the variances of d independent unit-variance products add.
+    # Lesson 08's rule (the variances of d independent products add) and the task's hint: the
+    # variance of one zero-mean product is E[q^2] E[k^2] = 4 x 1.
     d = 100
-    assert check_journey_variance_d100(d * 1.0, d / np.sqrt(d) ** 2)
+    assert check_journey_variance_d100(d * 4.0 * 1.0, d * 4.0 / np.sqrt(d) ** 2)
 
 
 def test_lessons_suffice_e5_exercise_1():

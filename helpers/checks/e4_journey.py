@@ -47,6 +47,20 @@ def _match_row(arr, matrix, row, mistakes, *, tokens, what, atol):
     return result
 
 
+def _six_token_row(result, arr, six, tokens, what, atol):
+    """``result``, but a six-entry answer that is a row of the six-token sentence's ``six`` says so."""
+    if result is None or result.mistake != "wrong_shape" or arr.shape != six.shape[1:]:
+        return result
+    for i in range(six.shape[0]):
+        if np.allclose(arr, six[i], rtol=0, atol=atol):
+            return _incorrect(
+                "six_keys",
+                f"That is the row of {tokens[i]!r} in the six-token sentence. The {what} asked for are "
+                f"those of 'starts' (row 2) in the sentence with {NEW_TOKEN!r} appended: seven of them.",
+            )
+    return result
+
+
 def _other_row(arr, matrix, row, tokens, atol):
     """A mistake for a row of ``matrix`` other than ``row``, or None."""
     if arr.ndim != 1 or arr.shape[0] != matrix.shape[1]:
@@ -65,63 +79,85 @@ def _other_row(arr, matrix, row, tokens, atol):
 
 _STARTS_ROW = 2  # the query "starts": the row the exercises ask for (the example prints row 1)
 
+NEW_TOKEN = "forward"
+"""The token the exercises append to the six of the journey sentence."""
+
+NEW_INPUT = (0.91, 0.12, 0.65)
+"""Its input vector (3 numbers in [0, 1], like the others); the tasks print it."""
+
 
 def _journey():
+    """The example and the scores of the seven-token sentence (the journey sentence + NEW_TOKEN)."""
     ex = examples.load_example("journey")
-    scores = ex.q @ ex.k.T  # (6, 2) x (2, 6) -> (6, 6)
-    return ex, scores
+    x = np.vstack([ex.inputs, NEW_INPUT])              # (7, 3)
+    scores = (x @ ex.w_q) @ (x @ ex.w_k).T              # (7, 2) x (2, 7) -> (7, 7)
+    return ex, x, scores
+
+
+def _six(ex):
+    """The scores of the six-token sentence, as notebook 04 computes them."""
+    return ex.q @ ex.k.T                                # (6, 6)
 
 
 @_never_raise
 def check_journey_scores_row(row):
-    """Check the unscaled scores of the query "starts" (row 2) against all six keys.
+    """Check the unscaled scores of the query "starts" (row 2) in the sentence grown to seven tokens.
 
-    ``load_example("journey")``: queries X W_q, keys X W_k; the row asked for is
-    ``(X W_q)[2] @ (X W_k).T``. The document prints the row of "journey" (row 1),
-    which does not follow from its inputs; the exercise asks for another row, so no
-    field of the example holds the answer.
+    The token ``NEW_TOKEN`` with input ``NEW_INPUT`` is appended to the six of the
+    journey sentence; the row asked for pairs the query of "starts" with all seven
+    keys. Notebook 04 computes the six-token sentence only.
 
     Parameters
     ----------
-    row : array_like, shape (6,)
+    row : array_like, shape (7,)
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``document_row`` (the row the document
-        prints), ``scaled`` (already divided by sqrt(d_k)), ``divided_by_d_k``,
-        ``swapped_q_k`` ((X W_k)(X W_q)^T: the column of "starts"),
-        ``no_projection`` (X X^T, the recap's scores), ``whole_matrix``,
-        ``wrong_row`` (another token's row, "journey" included), then
-        ``wrong_shape`` / ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
+        Mistakes recognised, in this order: ``six_keys`` (a row of the
+        six-token sentence), ``document_row`` (the row the document prints),
+        ``new_token_first`` (the new token put before the others), ``scaled``
+        (already divided by sqrt(d_k)), ``divided_by_d_k``, ``swapped_q_k`` (the
+        column of "starts"), ``no_projection`` (X X^T), ``whole_matrix``,
+        ``wrong_row`` (another token's row), then ``wrong_shape`` /
+        ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
     """
-    ex, scores = _journey()
-    x, q = ex.inputs, ex.q
-    d_k = q.shape[-1]
+    ex, x, scores = _journey()
+    d_k = ex.q.shape[-1]
     exact = scores[_STARTS_ROW]
     arr, result = _as_real_array(row, "scores")
     if result is not None:
         return result
+    x_first = np.vstack([NEW_INPUT, ex.inputs])
     mistakes = [
+        ("six_keys", lambda: _six(ex)[_STARTS_ROW],
+         f"That is the row of 'starts' in the six-token sentence. The sentence now has seven tokens: "
+         f"{NEW_TOKEN!r} brings a key of its own, so the row has seven scores."),
         ("document_row", lambda: ex.figure("scores_row1").printed,
-         "That is the row the document prints, for 'journey', and it does not follow from its own "
-         "inputs and weights; compute q_starts · k_j for every key j."),
+         "That is the row the document prints, for 'journey' in the six-token sentence; the row asked "
+         f"for is that of 'starts', against the seven keys of the sentence with {NEW_TOKEN!r}."),
+        ("new_token_first", lambda: ((x_first @ ex.w_q) @ (x_first @ ex.w_k).T)[_STARTS_ROW + 1],
+         f"You put {NEW_TOKEN!r} before the other tokens; it is appended at the end (index 6), so "
+         "'starts' keeps index 2 and the order of the keys is that of the sentence."),
         ("scaled", lambda: exact / math.sqrt(d_k),
          f"These are already divided by sqrt(d_k) = sqrt({d_k}); the row asked for is before scaling."),
         ("divided_by_d_k", lambda: exact / d_k,
          "You divided by d_k; the row asked for is before any scaling."),
         ("swapped_q_k", lambda: scores[:, _STARTS_ROW],
-         "You paired the 'starts' key with every query ((X W_k)(X W_q)^T, or the column of S); "
-         "the row pairs the 'starts' query with every key: q_starts · k_j."),
+         "You paired the 'starts' key with every query (the column of S); the row pairs the "
+         "'starts' query with every key."),
         ("no_projection", lambda: (x @ x.T)[_STARTS_ROW],
          "These are the recap's scores x_starts · x_j, without the projections; use the queries "
          "X W_q and keys X W_k."),
         ("whole_matrix", lambda: scores,
-         "That is the whole 6 x 6 matrix; give only the row of 'starts' (row 2)."),
+         "That is the whole 7 x 7 matrix; give only the row of 'starts' (row 2)."),
     ]
-    result = _match_row(arr, scores, _STARTS_ROW, mistakes, tokens=ex.tokens, what="scores", atol=HAND_ATOL)
+    tokens = list(ex.tokens) + [NEW_TOKEN]
+    result = _match_row(arr, scores, _STARTS_ROW, mistakes, tokens=tokens, what="scores", atol=HAND_ATOL)
+    result = _six_token_row(result, arr, _six(ex), ex.tokens, "scores", HAND_ATOL)
     return result if result is not None else _correct(
-        "Right: the 'starts' query against every key, (X W_q)[2] @ (X W_k)^T, before scaling."
+        f"Right: the 'starts' query against all seven keys, before scaling. The first six are the "
+        f"scores of the six-token sentence; {NEW_TOKEN!r} only adds the seventh."
     )
 
 
@@ -132,38 +168,46 @@ entry), so two-decimal answers cannot tell them apart; the row is computed, not 
 
 @_never_raise
 def check_journey_weights_row(row):
-    """Check the attention weights of the query "starts": softmax of its scores / sqrt(2).
+    """Check the attention weights of the query "starts" in the seven-token sentence.
 
-    The row of "journey" differs from it by only 0.0008 in one entry, so the
-    tolerance is ``WEIGHTS_ATOL`` = 2e-4 and a row rounded to two or three
-    decimals is named ``rounded``.
+    Softmax of its seven scores divided by sqrt(d_k). The row of "journey" differs
+    from it by less than 0.001 in one entry, so the tolerance is ``WEIGHTS_ATOL`` =
+    2e-4 and a row rounded to two or three decimals is named ``rounded``.
 
     Parameters
     ----------
-    row : array_like, shape (6,)
+    row : array_like, shape (7,)
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``document_row`` (the printed row of
-        "journey"), ``rounded``, ``unscaled``, ``divided_by_d_k``,
-        ``scaled_by_d_in`` (sqrt(3), the input width), ``softmax_whole_matrix``,
-        ``wrong_axis`` (softmax over the queries: the column of "starts"),
-        ``whole_matrix``, ``wrong_row`` (the row of "journey" is named), then
-        ``wrong_shape`` / ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
+        Mistakes recognised, in this order: ``six_keys`` (a row of the
+        six-token sentence), ``kept_six_weights`` (those six with a seventh
+        appended), ``document_row``, ``rounded``, ``unscaled``,
+        ``divided_by_d_k``, ``scaled_by_d_in``, ``softmax_whole_matrix``,
+        ``wrong_axis``, ``whole_matrix``, ``wrong_row``, then ``wrong_shape`` /
+        ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
     """
-    ex, scores = _journey()
+    ex, x, scores = _journey()
     d_k = ex.q.shape[-1]
     d_in = ex.inputs.shape[-1]
     weights = attention.softmax(scores / math.sqrt(d_k))
     exact = weights[_STARTS_ROW]
+    six = attention.softmax(_six(ex) / math.sqrt(d_k))[_STARTS_ROW]
     arr, result = _as_real_array(row, "weights")
     if result is not None:
         return result
     mistakes = [
+        ("six_keys", lambda: six,
+         f"That is the row of 'starts' in the six-token sentence. With {NEW_TOKEN!r} appended the "
+         "row has seven weights, one per key."),
+        ("kept_six_weights", lambda: np.append(six, exact[-1]),
+         f"Your first six weights are those of the six-token sentence, and with the weight of "
+         f"{NEW_TOKEN!r} the row sums to {six.sum() + exact[-1]:.4f}, not 1. Each weight is "
+         "normalised by the whole row, which now has seven keys."),
         ("document_row", lambda: ex.figure("weights_row1").printed,
-         "That is the row the document prints, for 'journey' (add it up: it sums to 0.99). "
-         "Compute the row of 'starts' from its scores."),
+         "That is the row the document prints, for 'journey' in the six-token sentence (add it up: "
+         "it sums to 0.99). Compute the row of 'starts' from its seven scores."),
         ("rounded", lambda: exact.round(2),
          "Your row is rounded to two decimals. Give the values as computed: the row of 'journey' "
          "differs from that of 'starts' by less than 0.001, so rounded rows cannot tell them apart."),
@@ -179,18 +223,22 @@ def check_journey_weights_row(row):
          f"queries and keys have width d_k = {d_k} after the projection, so divide by sqrt({d_k})."),
         ("softmax_whole_matrix", lambda: attention.softmax((scores / math.sqrt(d_k)).ravel()).reshape(
             scores.shape)[_STARTS_ROW],
-         "Your softmax normalised the whole 6 x 6 matrix at once, so this row sums to much less than 1; "
+         "Your softmax normalised the whole 7 x 7 matrix at once, so this row sums to much less than 1; "
          "normalise the row of 'starts' on its own."),
         ("wrong_axis", lambda: attention.softmax(scores / math.sqrt(d_k), axis=0)[:, _STARTS_ROW],
          "Your softmax normalised over the queries (axis=0), which gives the column of 'starts'; "
          "normalise the row over the keys (axis=-1)."),
         ("whole_matrix", lambda: weights,
-         "That is the whole 6 x 6 weights matrix; give only the row of 'starts' (row 2)."),
+         "That is the whole 7 x 7 weights matrix; give only the row of 'starts' (row 2)."),
     ]
-    result = _match_row(arr, weights, _STARTS_ROW, mistakes, tokens=ex.tokens, what="weights",
+    tokens = list(ex.tokens) + [NEW_TOKEN]
+    result = _match_row(arr, weights, _STARTS_ROW, mistakes, tokens=tokens, what="weights",
                         atol=WEIGHTS_ATOL)
+    result = _six_token_row(result, arr, attention.softmax(_six(ex) / math.sqrt(d_k)), ex.tokens,
+                            "weights", WEIGHTS_ATOL)
     return result if result is not None else _correct(
-        f"Right: softmax of the 'starts' scores divided by sqrt({d_k}), each entry to within {WEIGHTS_ATOL:g}."
+        f"Right: softmax of the seven 'starts' scores divided by sqrt({d_k}), each entry to within "
+        f"{WEIGHTS_ATOL:g}."
     )
 
 
@@ -411,17 +459,22 @@ def check_self_attention(fn, seed=None):
     )
 
 
+VAR_Q = 4.0
+"""The variance of each query entry in exercise 4 (the keys' entries have variance ``VAR_K``)."""
+
+VAR_K = 1.0
+
+
 @_never_raise
 def check_journey_variance_d100(before, after=None):
-    """Check the expected variance of q·k at dimension 100, before and after dividing by sqrt(100).
+    """Check the expected variance of q·k at dimension 100 when the queries' entries have variance 4.
 
-    The rule, the same as E3's: the task asks for the **expected value**, which
-    follows from the formula ("variances of independent terms add"), so only
-    rounding errors of the arithmetic are allowed (``EXPECTED_RTOL`` = 1e-6). An
-    answer within 30 % of it that is not a recognised mistake (a simulated
-    estimate such as 100.53, a rounded one such as 100.5, or the document's
-    printed 107.4 and 1.074) is refused as ``simulation_estimate``, with a
-    message saying that the task wants the expectation, not a sample.
+    The entries of q have variance ``VAR_Q`` = 4, those of k variance ``VAR_K`` = 1,
+    all independent with mean 0 (notebook 08 measures unit variances only). The
+    rule, the same as E3's: the task asks for the **expected value**, which follows
+    from the formula, so only rounding errors of the arithmetic are allowed
+    (``EXPECTED_RTOL`` = 1e-6). An answer within 30 % of it that is not a recognised
+    mistake (a simulated or rounded estimate) is refused as ``simulation_estimate``.
 
     Parameters
     ----------
@@ -431,15 +484,15 @@ def check_journey_variance_d100(before, after=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``gave_std`` (the std before scaling),
-        ``already_scaled`` (the value after scaling given for before),
-        ``squared`` (d^2), ``variance_divided_by_sqrt`` (the variance divided by
-        sqrt(d) instead of d), ``divided_by_d_k`` (scores divided by d),
-        ``not_scaled``, ``simulation_estimate``; ``not_a_number``, ``not_finite``,
-        ``wrong_value``.
+        Mistakes recognised: ``unit_variance`` (the values for entries of
+        variance 1), ``std_of_queries`` (the queries' standard deviation used as
+        their variance), ``added_variances`` (d (4 + 1)), ``gave_std``,
+        ``already_scaled``, ``squared``, ``variance_divided_by_sqrt``,
+        ``divided_by_d_k``, ``not_scaled``, ``simulation_estimate``;
+        ``not_a_number``, ``not_finite``, ``wrong_value``.
     """
     d = int(examples.load_example("journey_variance_d100").d_k)
-    var = float(d)  # d products of variance 1: the variances of independent terms add
+    var = d * VAR_Q * VAR_K
     var_after = var / math.sqrt(d) ** 2
     rtol = EXPECTED_RTOL
 
@@ -453,27 +506,42 @@ def check_journey_variance_d100(before, after=None):
                 return _incorrect(
                     "simulation_estimate",
                     f"Your {what} is {value:g}: close to the expected value, but not it. The task "
-                    "asks for the expectation, which the rule 'the variances of independent terms "
-                    "add' gives exactly, not a sample: a simulation (the document's printout is one) "
-                    "lands near the expectation and never on it, and a rounded estimate is a sample too.",
+                    "asks for the expectation, which follows exactly from the rules for variances, "
+                    "not a sample: a simulation lands near the expectation and never on it, and a "
+                    "rounded estimate is a sample too.",
                 )
             return result
 
         return judge
 
+    unit = ("unit_variance", float(d), "That is the variance for query entries of variance 1, as in "
+            "notebook 08; here the query entries have variance 4.")
+    unit_after = ("unit_variance", 1.0, "That is the variance after scaling for entries of variance 1; "
+                  "here the query entries have variance 4.")
     parts = [
         ("the variance before scaling", before, expected_value(functools.partial(
             _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
-            hint=f"q·k adds d = {d} products of unit variance; the variances of independent terms add.",
+            hint=f"q·k adds d = {d} products q_i k_i; what is the variance of one of them?",
             mistakes=[
+                unit,
+                ("std_of_queries", d * math.sqrt(VAR_Q) * VAR_K, "You used the queries' standard "
+                 "deviation (2) where their variance (4) belongs."),
+                ("added_variances", d * (VAR_Q + VAR_K), "You added the variances of q_i and k_i; "
+                 "they add for a sum of independent terms, and q_i k_i is a product."),
                 ("gave_std", math.sqrt(var), "That is the standard deviation; the variance is its square."),
                 ("already_scaled", var_after, "That is the variance after scaling; before, it grows with d."),
-                ("squared", var * var, "The variance grows like d, not d^2."),
+                ("squared", var * var, "That is the square of the variance; the variance grows like d, "
+                 "not d^2."),
             ]), "variance before scaling", var)),
         ("the variance after scaling", after, expected_value(functools.partial(
             _number_verdict, what="variance after scaling", expected=var_after, rtol=rtol,
             hint="Dividing every score by sqrt(d) divides the variance by d.",
             mistakes=[
+                unit_after,
+                ("std_of_queries", math.sqrt(VAR_Q) * VAR_K, "You used the queries' standard "
+                 "deviation (2) where their variance (4) belongs."),
+                ("added_variances", VAR_Q + VAR_K, "You added the variances of q_i and k_i; "
+                 "they add for a sum of independent terms, and q_i k_i is a product."),
                 ("variance_divided_by_sqrt", var / math.sqrt(d), "You divided the variance by sqrt(d); "
                  "dividing the scores by sqrt(d) divides their variance by d."),
                 ("divided_by_d_k", var / d**2, "That is what dividing the scores by d would give; "
@@ -483,7 +551,7 @@ def check_journey_variance_d100(before, after=None):
     ]
     return _parts(
         parts,
-        done="Right: both are the expected values, from the rule that the variances of independent "
-        "terms add and that dividing by sqrt(d) divides a variance by d.",
+        done="Right: both are the expected values. Scaling by sqrt(d) removes the growth with d, not "
+        "the variance of the entries: the scaled scores still have variance 4.",
         empty=f"No answer yet: the variance of q·k at d = {d} before and after dividing by sqrt({d}).",
     )
