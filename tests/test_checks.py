@@ -288,10 +288,26 @@ def raising_softmax(x):
     raise NotImplementedError("todo")
 
 
+def good_masked_softmax(x, axis=-1, where=None):
+    """E5's task: the softmax along ``axis`` over the entries where ``where`` is True."""
+    s = np.asarray(x, float) if where is None else np.where(where, x, -np.inf)
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
 def test_softmax_right():
-    assert_correct(check_stable_softmax(good_softmax))
-    assert_correct(check_stable_softmax(lambda x: softmax(x)))
-    assert_correct(check_stable_softmax(lambda x: good_softmax(x).tolist()))
+    assert_correct(check_stable_softmax(good_masked_softmax))
+    assert_correct(check_stable_softmax(
+        lambda x, axis=-1, where=None: good_masked_softmax(x, axis, where).astype(np.float32)))
+    assert_correct(check_stable_softmax(lambda x, **kw: good_masked_softmax(x, **kw).tolist()))
+
+
+def test_softmax_of_notebook_06_is_refused():
+    # Notebook 06's stable_softmax(x): the last axis, no mask. The task asks for the next step.
+    r = check_stable_softmax(good_softmax)
+    assert r.mistake == "no_axis_or_where", r
 
 
 @pytest.mark.parametrize(
@@ -320,10 +336,12 @@ def test_softmax_mistakes(fn, name):
 def test_softmax_not_yet_and_input_untouched():
     assert check_stable_softmax(None).status == "not yet"
 
-    def mutating(x):
-        x -= np.max(x, axis=-1, keepdims=True)
+    def mutating(x, axis=-1, where=None):
+        if where is not None:
+            return good_masked_softmax(x, axis, where)
+        x -= np.max(x, axis=axis, keepdims=True)
         np.exp(x, out=x)
-        x /= x.sum(axis=-1, keepdims=True)
+        x /= x.sum(axis=axis, keepdims=True)
         return x
 
     assert_correct(check_stable_softmax(mutating))
@@ -1291,11 +1309,11 @@ def test_keyboard_interrupt_passes_through():
 
 def test_warning_student_code_does_not_leak_warnings():
     # pyproject turns warnings into errors: a warning must not escape a check.
-    def warns(x):
+    def warns(x, axis=-1, where=None):
         import warnings
 
         warnings.warn("student warning", UserWarning)
-        return good_softmax(x)
+        return good_masked_softmax(x, axis, where)
 
     assert_correct(check_stable_softmax(warns))  # only RuntimeWarnings count as overflow
 

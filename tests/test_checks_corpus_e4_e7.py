@@ -332,11 +332,80 @@ def softmax_logsumexp(x):
 
 class SoftmaxObject:
     def __init__(self):
-        self.axis = -1
+        self.fill = -np.inf
 
-    def __call__(self, x):
-        z = x - x.max(axis=self.axis, keepdims=True)
-        return np.exp(z) / np.exp(z).sum(axis=self.axis, keepdims=True)
+    def __call__(self, x, axis=-1, where=None):
+        z = np.where(True if where is None else where, x, self.fill)
+        top = z.max(axis=axis, keepdims=True)
+        e = np.exp(z - np.where(np.isfinite(top), top, 0.0))
+        total = e.sum(axis=axis, keepdims=True)
+        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def sm_where(x, axis=-1, where=None):
+    """E5 exercise 2: the softmax along ``axis`` over the entries where ``where`` is True."""
+    s = np.asarray(x, float) if where is None else np.where(where, x, -np.inf)
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def sm_where_builtin(x, axis=-1, where=None):
+    """The same with NumPy's own where= and initial= of np.max and np.sum."""
+    where = np.ones(np.shape(x), bool) if where is None else where
+    top = np.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf)
+    e = np.exp(x - np.where(np.isfinite(top), top, 0.0), where=where, out=np.zeros(np.shape(x)))
+    total = np.sum(e, axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def sm_where_loops(x, axis=-1, where=None):
+    """The same, one slice at a time over the allowed entries."""
+    x = np.asarray(x, float)
+    w = np.ones(x.shape, bool) if where is None else np.asarray(where, bool)
+    xm, wm = np.moveaxis(x, axis, -1), np.moveaxis(w, axis, -1)
+    out = np.zeros_like(xm)
+    for idx in np.ndindex(xm.shape[:-1]):
+        row = xm[idx][wm[idx]]
+        if row.size:
+            e = np.exp(row - row.max())
+            out[idx][wm[idx]] = e / e.sum()
+    return np.moveaxis(out, -1, axis)
+
+
+def sm_variant(kind):
+    """A wrong answer to E5 exercise 2 that gets the last axis without a mask right."""
+
+    def fn(x, axis=-1, where=None):
+        if kind == "axis_ignored":
+            return sm_where(x, -1, where)
+        if kind == "where_ignored" or where is None:
+            return sm_where(x, axis)
+        if kind == "mask_after_softmax":
+            return sm_where(x, axis) * where
+        if kind == "renormalised_after":
+            w = sm_where(x, axis) * where
+            return w / w.sum(axis=axis, keepdims=True)
+        if kind == "blocked_set_to_zero":
+            return sm_where(np.where(where, x, 0.0), axis)
+        if kind == "fill_minus_1e9":
+            return sm_where(np.where(where, x, -1e9), axis)
+        if kind == "nan_for_empty":
+            s = np.where(where, x, -np.inf)
+            e = np.exp(s - s.max(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+        if kind == "max_over_all":
+            e = np.exp(x - x.max(axis=axis, keepdims=True)) * where
+            total = e.sum(axis=axis, keepdims=True)
+            return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        if kind == "naive_masked":
+            e = np.exp(np.where(where, x, -np.inf))
+            total = e.sum(axis=axis, keepdims=True)
+            return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        raise AssertionError(kind)
+
+    return fn
 
 
 def masked_right(q, k, v, mask):
@@ -422,6 +491,21 @@ E5_WRONG = [
     (check_stable_softmax, lambda x: own_softmax(np.asarray(x, np.float16)), "precision"),
     (check_stable_softmax, lambda x: own_softmax(x).tolist()[0], "wrong_shape"),
     (check_stable_softmax, 3.0, "not_callable"),
+    # the next step beyond notebook 06: an axis and a mask
+    (check_stable_softmax, own_softmax, "no_axis_or_where"),  # notebook 06's stable_softmax, with axis=
+    (check_stable_softmax, lambda x, axis=-1: own_softmax(x, axis), "no_axis_or_where"),
+    (check_stable_softmax, sm_variant("axis_ignored"), "axis_ignored"),
+    (check_stable_softmax, sm_variant("where_ignored"), "where_ignored"),
+    (check_stable_softmax, sm_variant("mask_after_softmax"), "mask_after_softmax"),
+    (check_stable_softmax, sm_variant("renormalised_after"), "empty_row_nan"),
+    (check_stable_softmax, sm_variant("blocked_set_to_zero"), "blocked_set_to_zero"),
+    (check_stable_softmax, sm_variant("fill_minus_1e9"), "empty_row_not_zero"),
+    (check_stable_softmax, sm_variant("nan_for_empty"), "empty_row_nan"),
+    (check_stable_softmax, sm_variant("max_over_all"), "blocked_in_max"),
+    (check_stable_softmax, sm_variant("naive_masked"), "overflow"),
+    (check_stable_softmax, lambda x, axis=-1, where=None: sm_where(x, axis, where).T, "wrong_shape"),
+    (check_stable_softmax, lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2),
+     "wrong_values"),
     (check_masked_attention, lambda q, k, v, m: helpers.attention.scaled_dot_product_attention(q, k, v, m)[0],
      "reaches_library"),
     (check_masked_attention, lambda q, k, v, m: COPIED_SDPA(q, k, v, m)[0], "reaches_library"),
@@ -443,10 +527,14 @@ E5_WRONG = [
 E5_RIGHT = [
     (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 6))),
     (lambda a: check_definition_shapes(*a), ([3, 5], np.array([3, 5]), (3.0, 6.0))),
-    (check_stable_softmax, own_softmax),
-    (check_stable_softmax, softmax_logsumexp),
-    (check_stable_softmax, lambda x: own_softmax(np.asarray(x, np.float32))),
+    (check_stable_softmax, sm_where),
+    (check_stable_softmax, sm_where_builtin),
+    (check_stable_softmax, sm_where_loops),
+    (check_stable_softmax, lambda x, axis=-1, where=None: sm_where(x, axis, where).astype(np.float32)),
+    (check_stable_softmax, lambda x, axis=-1, where=None: SoftmaxObject()(np.asarray(x, np.float32), axis, where)),
     (check_stable_softmax, SoftmaxObject()),  # a callable object
+    (check_stable_softmax, lambda x, axis=-1, where=None: np.swapaxes(
+        sm_where(np.swapaxes(x, axis, -1), -1, None if where is None else np.swapaxes(where, axis, -1)), axis, -1)),
     (check_masked_attention, masked_right),
     (check_masked_attention, masked_rows_loop),
     (check_masked_attention, lambda q, k, v, m: masked_fill(-1e9)(q, k, v, m) * m.any(axis=-1, keepdims=True)),
@@ -687,7 +775,7 @@ def test_every_right_answer_accepted(item):
 
 
 def test_float32_is_accepted_with_a_note_on_precision():
-    r = check_stable_softmax(lambda x: own_softmax(np.asarray(x, np.float32)))
+    r = check_stable_softmax(lambda x, axis=-1, where=None: SoftmaxObject()(np.asarray(x, np.float32), axis, where))
     assert r and "float32" in r.message and "precision" in r.message
     r = check_stable_softmax(lambda x: own_softmax(np.asarray(x, np.float16)))
     assert not r and "float16" in r.message and "precision is the problem" in r.message
@@ -712,6 +800,7 @@ def test_no_catch_all_message_gives_the_recipe():
     catch_alls = [
         check_self_attention(lambda x, wq, wk, wv: sa_right(x, wq, wk, wv) + 1),
         check_stable_softmax(lambda x: own_softmax(x)[..., ::-1]),
+        check_stable_softmax(lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2)),
         check_masked_attention(lambda q, k, v, m: masked_right(q, k, v, m) * 2),
         check_attention_backward(lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d))),
         check_online_softmax_merge(lambda m_a, l_a, o_a, m_b, l_b, o_b: (np.maximum(m_a, m_b), l_a, o_a)),
@@ -788,11 +877,16 @@ def test_lessons_suffice_e5_exercise_1():
 
 
 def test_lessons_suffice_e5_exercise_2():
-    # Lesson 06: subtract each row's maximum before exp.
-    def my_softmax(x):
-        shifted_x = x - np.max(x, axis=-1, keepdims=True)
-        e = np.exp(shifted_x)
-        return e / np.sum(e, axis=-1, keepdims=True)
+    # Lesson 06: subtract the maximum before exp (keepdims=True); lesson 05: blocked entries are
+    # -inf before the softmax, and a row with nothing allowed gives zeros, guarded as in lesson 05.
+    def my_softmax(x, axis=-1, where=None):
+        if where is not None:
+            x = np.where(where, x, -np.inf)
+        top = np.max(x, axis=axis, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(x - top)
+        total = np.sum(e, axis=axis, keepdims=True)
+        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
     assert check_stable_softmax(my_softmax)
 

@@ -29,9 +29,15 @@ def _exp_rows(s):
 # --- softmax ---------------------------------------------------------------------------------
 
 
-def sm_right(x):
-    e = _exp_rows(np.asarray(x, float))
-    return e / e.sum(axis=-1, keepdims=True)
+def sm_right(x, axis=-1, where=None):
+    if where is None and axis == -1:
+        e = _exp_rows(np.asarray(x, float))
+        return e / e.sum(axis=-1, keepdims=True)
+    s = np.asarray(x, float) if where is None else np.where(where, x, -np.inf)
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
 def _shifted(shift):

@@ -31,9 +31,13 @@ from helpers.checks import _core, check_stable_softmax
 from helpers.checks._core import LIBRARY_REFUSAL, _match, _plural, _verb, static_refusal
 
 
-def good(x):
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def good(x, axis=-1, where=None):
+    """E5's task: a stable softmax along ``axis`` over the entries where ``where`` is True."""
+    s = np.asarray(x, float) if where is None else np.where(where, x, -np.inf)
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
 def helper_level_3(x):
@@ -203,11 +207,13 @@ def test_in_a_real_kernel():
     # The check cell and the answer cell as a student runs them in Jupyter.
     cells = [
         "import numpy as np\nfrom helpers.checks import check_stable_softmax",
-        "def mine(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)",
+        "def mine(x, axis=-1, where=None):\n    s = x if where is None else np.where(where, x, -np.inf)\n"
+        "    top = np.max(s, axis=axis, keepdims=True)\n    e = np.exp(s - np.where(np.isfinite(top), top, 0))\n"
+        "    t = e.sum(axis=axis, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0)",
         "print(check_stable_softmax(mine).status)",
         "from helpers.attention import softmax\nprint(check_stable_softmax(mine).mistake)",
         "from helpers.attention.core import _check_softmax_axis\n"
-        "def sneaky(x):\n    _check_softmax_axis(-1, x.shape)\n    return mine(x)",
+        "def sneaky(x, axis=-1, where=None):\n    _check_softmax_axis(-1, x.shape)\n    return mine(x, axis, where)",
         "print(check_stable_softmax(sneaky).mistake)",
     ]
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])

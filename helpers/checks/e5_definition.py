@@ -88,12 +88,149 @@ _STABILITY = {
 }
 
 
+def _axis_where_probes(seed=None):
+    """``(label, x, axis, where)`` probes of the ``axis`` and ``where`` arguments, in the order tried.
+
+    Notebook 06's softmax normalises the last axis of unmasked logits; these ask for another
+    axis, a boolean ``where`` (True = takes part), a slice with no allowed entry (all zeros),
+    blocked entries 1e4 larger than the allowed ones, and both together at logits of 1e4.
+    """
+    rng = np.random.default_rng(_HIDDEN_SEED + 7 if seed is None else seed)
+    probes = [("axis_0", rng.normal(size=(4, 3)), 0, None),
+              ("axis_1", rng.normal(scale=3.0, size=(2, 5, 3)), 1, None)]
+    x = rng.normal(size=(3, 5))
+    where = rng.random((3, 5)) < 0.6
+    where[:, 0] = True
+    probes.append(("where", x, -1, where))
+    where = np.array([[True, False, True, False], [False] * 4, [True] * 4])
+    probes.append(("empty_row", rng.normal(size=(3, 4)), -1, where))
+    x = np.array([[0.0, 1.0, 1e4, 2.0], [5.0, 1e4, 6.0, 7.0]])
+    probes.append(("blocked_large", x, -1, np.isfinite(x) & (x < 1e3)))
+    x = rng.normal(scale=2.0, size=(5, 3)) + np.array([[1e4, -1e4, 0.0]])
+    where = rng.random((5, 3)) < 0.7
+    where[0] = True
+    where[:, 2] = False                                 # a column with no allowed entry
+    probes.append(("axis_where", x, 0, where))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    x = fresh.normal(scale=3.0, size=(3, 4, 5)) + 1e4 * fresh.integers(-1, 2, size=(3, 1, 1))
+    where = fresh.random((3, 4, 5)) < 0.6
+    where[0, 0] = False
+    axis = int(fresh.choice([-1, 1]))
+    where[(0, 0) if axis == -1 else (0, slice(None), 0)] = False
+    probes.append(("fresh", x, axis, where))
+    return probes
+
+
+def _masked_reference(x, axis, where):
+    """The softmax of ``x`` along ``axis`` over the entries where ``where`` is True (0 elsewhere)."""
+    return attention.softmax(x if where is None else np.where(where, x, -np.inf), axis=axis)
+
+
+def _call_text(x, axis, where):
+    """How the check called the student's function, in words."""
+    shown = x.tolist() if x.size <= 8 else f"x of shape {x.shape}"
+    return f"my_softmax({shown}, axis={axis}" + ("" if where is None else ", where=mask") + ")"
+
+
+def _axis_where_verdict(fn, label, x, axis, where):
+    """None if ``fn`` gets the probe right, else a result: "incorrect" naming the mistake, or
+    "correct" with a note when a float32 answer is right to within its precision."""
+    kwargs = {"axis": axis} if where is None else {"axis": axis, "where": where}
+    call = _call_student(functools.partial(fn, **kwargs), x)
+    expected = _masked_reference(x, axis, where)
+    if call.used:
+        return _used_library(call, "softmax")
+    if isinstance(call.error, TypeError) and "unexpected keyword" in str(call.error):
+        return _incorrect(
+            "no_axis_or_where",
+            f"Your function takes no {'axis' if where is None else 'where'} argument. The task asks "
+            "for my_softmax(x, axis=-1, where=None), and the check calls it with axis= and where=.",
+        )
+    if call.error is not None:
+        return _raised(call, "softmax")
+    got = _float_result(call.value)
+    if got is not None and got.shape == x.shape and _close(got, expected, CODE_TOL, CODE_TOL):
+        return None
+    if got is None or got.shape != x.shape:
+        return _incorrect(
+            "wrong_shape",
+            f"{_call_text(x, axis, where)} returned "
+            f"{'shape ' + str(got.shape) if got is not None else 'a ' + type(call.value).__name__}; "
+            f"it should return an array of shape {x.shape}, the shape of x.",
+        )
+    dtype = _low_precision(call.value)
+    if dtype is not None and np.all(np.isfinite(got)):
+        ok, message = _precision_verdict(dtype, got, expected, "softmax")
+        if ok:
+            return _correct(message)
+        if message:
+            return _incorrect("precision", message)
+    if label == "blocked_large" and (call.warned or not np.all(np.isfinite(got))
+                                     or not np.allclose(got.sum(axis=-1), 1.0)):
+        return _incorrect(
+            "blocked_in_max",
+            "On rows whose blocked entries are 1e4 larger than the allowed ones, your softmax "
+            "returns NaN, zeros or a warning where the allowed entries should share the weight: the "
+            "blocked entries still take part in your computation somewhere.",
+        )
+    empty = np.broadcast_to(np.ones((), bool) if where is None else ~np.any(where, axis=axis, keepdims=True),
+                            x.shape)
+    if empty.any() and _close(np.where(empty, 0.0, got), expected, CODE_TOL, CODE_TOL):
+        if not np.all(np.isfinite(got[empty])):
+            return _incorrect(
+                "empty_row_nan",
+                f"{_call_text(x, axis, where)}: a slice with no allowed entry comes out as NaN. "
+                "There is nothing to share out there, so this collection gives it all zeros, as the "
+                "masked attention of notebook 05 does.",
+            )
+        return _incorrect(
+            "empty_row_not_zero",
+            f"{_call_text(x, axis, where)}: a slice with no allowed entry gets weights that are not "
+            "zero (as a large negative fill value such as -1e9 gives). There is nothing to share "
+            "out there: it should be all zeros.",
+        )
+    wrongs = []
+    if axis not in (-1, x.ndim - 1):
+        wrongs.append(("axis_ignored", lambda: _masked_reference(x, -1, where),
+                       f"You normalised along the last axis, but the check asked for axis={axis}: the "
+                       "weights should sum to 1 along the axis it names."))
+    if where is not None:
+        wrongs += [
+            ("where_ignored", lambda: attention.softmax(x, axis=axis),
+             "Your softmax ignores where: the entries where the mask is False still get weight."),
+            ("mask_after_softmax", lambda: attention.softmax(x, axis=axis) * where,
+             "You set the blocked weights to 0 after the softmax, so the allowed ones no longer sum "
+             "to 1: the blocked entries took their share first."),
+            ("blocked_set_to_zero", lambda: attention.softmax(np.where(where, x, 0.0), axis=axis),
+             "Your blocked entries are treated as logits of 0, so they still get weight: a blocked "
+             "entry must get exactly none."),
+        ]
+    for name, thunk, message in wrongs:
+        wrong = _compute(thunk)
+        if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
+            np.nan_to_num(got), np.nan_to_num(wrong), CODE_TOL, CODE_TOL
+        ):
+            return _incorrect(name, message)
+    if call.warned or not np.all(np.isfinite(got)):
+        return _overflow(call, "softmax", f" on {_call_text(x, axis, where)}")
+    return _incorrect(
+        "wrong_values",
+        f"{_call_text(x, axis, where)} is not right, and not one of the mistakes this check knows. "
+        "Try a small 2 x 3 array and a mask by hand, and check that each slice along the axis sums "
+        "to 1 over its allowed entries.",
+    )
+
+
 @_never_raise
 def check_stable_softmax(fn, seed=None):
-    """Check a student's numerically stable softmax function ``fn(x)``.
+    """Check a student's stable softmax ``fn(x, axis=-1, where=None)`` along any axis, with a mask.
 
-    ``fn`` is called with one float array and should normalise over the last
-    axis. It is tried on ten probes (:func:`_softmax_probes`): a small row, a
+    ``fn`` is called first with one float array (the last axis, no mask), then with
+    ``axis=`` and a boolean ``where=`` of the shape of ``x`` (True = takes part):
+    blocked entries get weight 0, and a slice with no allowed entry gives all zeros,
+    the collection's choice for a fully masked row. Notebook 06 writes the softmax of
+    the last axis without a mask; this asks for the next step. The first part is
+    tried on ten probes (:func:`_softmax_probes`): a small row, a
     2-D array, logits of 1e4 and -1e4, [0, 1000], [0, 2000], rows with offsets
     0, 1e4 and -1e4, a random batch of shape (2, 3, 7) with offsets in the
     thousands, three wide rows of 700 logits spread over thousands, and rows of
@@ -124,7 +261,12 @@ def check_stable_softmax(fn, seed=None):
         [0, 1000]), ``subtracted_row_mean`` (first on [0, 2000]),
         ``subtracted_global_max`` (first on rows with different offsets),
         ``unstable`` (breaks on the batch, the wide rows or the single logits),
-        ``precision`` (float16), ``wrong_values``. A float32 result within
+        ``precision`` (float16), ``wrong_values``; then, for ``axis`` and ``where``
+        (:func:`_axis_where_probes`): ``no_axis_or_where`` (the function takes
+        no such argument), ``axis_ignored``, ``where_ignored``,
+        ``mask_after_softmax``, ``blocked_set_to_zero``, ``blocked_in_max``
+        (blocked entries 1e4 larger break it), ``empty_row_nan``,
+        ``empty_row_not_zero``, ``overflow``, ``wrong_values``. A float32 result within
         ``FLOAT32_TOL`` is accepted with a note on precision.
     """
     result = _check_callable(fn, "softmax")
@@ -190,9 +332,16 @@ def check_stable_softmax(fn, seed=None):
             f"Your softmax of {shown} is not right, and not one of the mistakes this check knows. "
             "Try it on [1.0, 2.0, 3.0] and compare with the value you work out by hand.",
         )
+    for label, x, axis, where in _axis_where_probes(seed):
+        result = _axis_where_verdict(fn, label, x, axis, where)
+        if result is not None and not result:
+            return result
+        if result is not None:
+            note = result.message
     return _correct(
-        "Right: your softmax sums to 1 along the last axis and survives logits of ±1e4, rows of "
-        "very different sizes and wide rows." + note
+        "Right: your softmax sums to 1 along the axis asked for, over the allowed entries only, gives "
+        "zeros where nothing is allowed, and survives logits of ±1e4, rows of very different sizes "
+        "and wide rows." + note
     )
 
 
