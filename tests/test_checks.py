@@ -1037,12 +1037,12 @@ def test_self_attention_not_yet():
 V100 = examples.load_example("journey_variance_d100")
 
 
-@pytest.mark.parametrize("answer", [(400, 4), (400.0, 4.0), (np.float64(400), 4), (400, 400 / math.sqrt(100) ** 2)])
+@pytest.mark.parametrize("answer", [(600, 6), (600.0, 6.0), (np.float64(600), 6), (600, 600 / math.sqrt(100) ** 2)])
 def test_variance_d100_right(answer):
     assert_correct(check_journey_variance_d100(*answer))
 
 
-@pytest.mark.parametrize("answer", [(402.13, 4), (400.5, 4), (400, 4.005), (398.8, 3.988)])
+@pytest.mark.parametrize("answer", [(602.13, 6), (600.5, 6), (600, 6.005), (598.8, 5.988)])
 def test_variance_d100_one_rule_for_estimates(answer):
     # E3's rule: the expected value from the formula; any sample or rounded estimate is refused
     # with a message saying the task wants the expectation, not a sample.
@@ -1054,32 +1054,32 @@ def test_variance_d100_one_rule_for_estimates(answer):
 def test_variance_d100_simulated_and_document_are_estimates_not_the_expected_value():
     # The exercise asks for the expected value; a simulation is named as such. The document's
     # printout is for unit variances, so it is a wrong value here.
-    var = 4 * simulated_variance(100, n=2_000, seed=2)  # 4 x 95.8: queries of variance 4
-    assert abs(var - 400) > 2
+    var = 6 * simulated_variance(100, n=2_000, seed=2)  # 6 x 95.8: variances 3 and 2
+    assert abs(var - 600) > 2
     assert_mistake(check_journey_variance_d100(var, var / 100), "simulation_estimate")
     given = V100.given
     r = check_journey_variance_d100(given["variance_before"], V100.figure("variance_after").printed)
     assert_mistake(r, "wrong_value")
     assert_mistake(check_journey_variance_d100(100, 1), "unit_variance")
-    assert_mistake(check_journey_variance_d100("400", 4), "not_a_number")
+    assert_mistake(check_journey_variance_d100("600", 6), "not_a_number")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
-        ((20, 4), "gave_std"),
-        ((4, 4), "already_scaled"),
-        ((160_000, 4), "squared"),
-        ((400, 40), "variance_divided_by_sqrt"),
-        ((400, 0.04), "divided_by_d_k"),
-        ((400, 400), "not_scaled"),
-        ((400, 1), "unit_variance"),
-        ((200, 2), "std_of_queries"),
+        ((math.sqrt(600), 6), "gave_std"),
+        ((6, 6), "already_scaled"),
+        ((360_000, 6), "squared"),
+        ((600, 60), "variance_divided_by_sqrt"),
+        ((600, 0.06), "divided_by_d_k"),
+        ((600, 600), "not_scaled"),
+        ((600, 1), "unit_variance"),
+        ((100 * math.sqrt(6), 6), "std_of_queries"),
         ((500, 5), "added_variances"),
-        ((50, 4), "wrong_value"),
-        ((400, 0.5), "wrong_value"),
-        ((400, "four"), "not_a_number"),
-        ((400, float("nan")), "not_finite"),
+        ((50, 6), "wrong_value"),
+        ((600, 0.5), "wrong_value"),
+        ((600, "six"), "not_a_number"),
+        ((600, float("nan")), "not_finite"),
     ],
 )
 def test_variance_d100_mistakes(answer, name):
@@ -1088,7 +1088,7 @@ def test_variance_d100_mistakes(answer, name):
 
 def test_variance_d100_not_yet():
     assert check_journey_variance_d100(None).status == "not yet"
-    assert check_journey_variance_d100(400).status == "not yet"
+    assert check_journey_variance_d100(600).status == "not yet"
 
 
 # ---------------------------------------------------------------------------
@@ -1098,10 +1098,13 @@ def test_variance_d100_not_yet():
 N5, M5, DK5, DV5 = 3, 5, 4, 6
 
 
-def shapes_of(n, m, d_k, d_v):
+LEAD5 = (2, 4)  # a batch of 2 sequences, 4 heads
+
+
+def shapes_of(n, m, d_k, d_v, lead=LEAD5):
     rng = np.random.default_rng(5)
-    q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
-    s = q @ k.T
+    q, k, v = (rng.normal(size=lead + shape) for shape in ((n, d_k), (m, d_k), (m, d_v)))
+    s = q @ np.swapaxes(k, -1, -2)
     w = softmax(s)
     return s.shape, w.shape, (w @ v).shape
 
@@ -1109,36 +1112,48 @@ def shapes_of(n, m, d_k, d_v):
 RIGHT_SHAPES = shapes_of(N5, M5, DK5, DV5)
 
 
+def L(*shape):  # noqa: N802 - a shape with the batch and head axes in front
+    return LEAD5 + shape
+
+
 def test_shapes_right():
-    assert RIGHT_SHAPES == ((3, 5), (3, 5), (3, 6))
+    assert RIGHT_SHAPES == ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))
     assert_correct(check_definition_shapes(*RIGHT_SHAPES))
-    assert_correct(check_definition_shapes([3, 5], np.array([3, 5]), (3, 6)))
-    assert_correct(check_definition_shapes((3, 5), (3.0, 5.0), [np.int64(3), 6]))
-    for text in ("3x5", "(3, 5)", "3 x 5"):
+    assert_correct(check_definition_shapes([2, 4, 3, 5], np.array([2, 4, 3, 5]), (2, 4, 3, 6)))
+    assert_correct(check_definition_shapes(L(3, 5), (2.0, 4.0, 3.0, 5.0), [2, 4, np.int64(3), 6]))
+    for text in ("2x4x3x5", "(2, 4, 3, 5)", "2 x 4 x 3 x 5"):
         r = check_definition_shapes(text)
         assert_mistake(r, "not_a_shape")
         assert repr(text) in r.message and "without quotes" in r.message
+
+
+def test_shapes_of_notebook_05_are_refused():
+    # Notebook 05 works out n = 3, m = 5, d_v = 6 for one sequence and one head.
+    assert_mistake(check_definition_shapes((3, 5), (3, 5), (3, 6)), "no_leading_axes")
+    assert_mistake(check_definition_shapes(*shapes_of(N5, M5, DK5, DV5, lead=())), "no_leading_axes")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
         (shapes_of(M5, N5, DK5, DV5), "n_m_swapped"),
-        (((3, 5), (3, 5), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
-        ((shapes_of(N5, N5, DK5, DV5)[0], (3, 5), (3, 6)), "assumed_square"),
-        (((5, 5), (3, 5), (3, 6)), "assumed_square"),
-        (((3, DK5), (3, 5), (3, 6)), "used_d_k"),
-        (((3, 5), (5, 3), (3, 6)), "n_m_swapped"),
-        (((3, 5), (3, 5), (DV5, N5)), "transposed"),
-        (((3, 5), (3, 5), (3, 5)), "out_is_weights"),
-        (((3, 5), (3, 5), (5, 6)), "n_m_swapped"),
-        (((3, 5), (3, 5), (3,)), "wrong_shape"),
-        (((3, 5, 1), (3, 5), (3, 6)), "wrong_shape"),
-        ((("three", "five"), (3, 5), (3, 6)), "not_a_shape"),
-        (("3 by 5", (3, 5), (3, 6)), "not_a_shape"),
-        (((3, -5), (3, 5), (3, 6)), "not_a_shape"),
-        (((3, 5.5), (3, 5), (3, 6)), "not_a_shape"),
-        ((True, (3, 5), (3, 6)), "not_a_shape"),
+        ((L(3, 5), L(3, 5), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
+        ((shapes_of(N5, N5, DK5, DV5)[0], L(3, 5), L(3, 6)), "assumed_square"),
+        ((L(5, 5), L(3, 5), L(3, 6)), "assumed_square"),
+        ((L(3, DK5), L(3, 5), L(3, 6)), "used_d_k"),
+        ((L(3, 5), L(5, 3), L(3, 6)), "n_m_swapped"),
+        ((L(3, 5), L(3, 5), L(DV5, N5)), "transposed"),
+        ((L(3, 5), L(3, 5), L(3, 5)), "out_is_weights"),
+        ((L(3, 5), L(3, 5), L(5, 6)), "n_m_swapped"),
+        ((L(3, 5), L(3, 5), (3, 6)), "no_leading_axes"),
+        (((4, 2, 3, 5), L(3, 5), L(3, 6)), "leading_axes_swapped"),
+        ((L(3, 5), L(3, 5), (3,)), "wrong_shape"),
+        (((3, 5, 1), L(3, 5), L(3, 6)), "wrong_shape"),
+        ((("three", "five"), L(3, 5), L(3, 6)), "not_a_shape"),
+        (("3 by 5", L(3, 5), L(3, 6)), "not_a_shape"),
+        (((3, -5), L(3, 5), L(3, 6)), "not_a_shape"),
+        (((3, 5.5), L(3, 5), L(3, 6)), "not_a_shape"),
+        ((True, L(3, 5), L(3, 6)), "not_a_shape"),
     ],
 )
 def test_shapes_mistakes(answer, name):
@@ -1159,7 +1174,7 @@ def test_number_verdict_skips_a_mistake_within_tolerance_of_the_answer():
 def test_shapes_partial_and_not_yet():
     assert check_definition_shapes(None).status == "not yet"
     assert check_definition_shapes((), [], "").status == "not yet"
-    r = check_definition_shapes((3, 5))
+    r = check_definition_shapes((2, 4, 3, 5))
     assert r.status == "not yet" and "the weights" in r.message and "the output" in r.message
 
 
@@ -1219,7 +1234,7 @@ ANSWER_CHECKS = [
     lambda a: check_journey_variance_d100(100, a),
     check_definition_shapes,
     lambda a: check_definition_shapes(a, a, a),
-    lambda a: check_definition_shapes((3, 5), (3, 5), a),
+    lambda a: check_definition_shapes((2, 4, 3, 5), (2, 4, 3, 5), a),
 ]
 
 

@@ -269,20 +269,20 @@ E4_WRONG = [
     (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).T, "wrong_shape"),
     # exercise 4: the expected variance
     (lambda a: check_journey_variance_d100(*a), (100, 1), "unit_variance"),  # notebook 08's case
-    (lambda a: check_journey_variance_d100(*a), (200, 2), "std_of_queries"),
+    (lambda a: check_journey_variance_d100(*a), (100 * math.sqrt(6), math.sqrt(6)), "std_of_queries"),
     (lambda a: check_journey_variance_d100(*a), (500, 5), "added_variances"),
-    (lambda a: check_journey_variance_d100(*a), (400, 5), "added_variances"),
-    (lambda a: check_journey_variance_d100(*a), (20, 1), "gave_std"),
-    (lambda a: check_journey_variance_d100(*a), (4, 4), "already_scaled"),
-    (lambda a: check_journey_variance_d100(*a), (160_000, 4), "squared"),
-    (lambda a: check_journey_variance_d100(*a), (400, 40), "variance_divided_by_sqrt"),
-    (lambda a: check_journey_variance_d100(*a), (400, 0.04), "divided_by_d_k"),
-    (lambda a: check_journey_variance_d100(*a), (400, 400), "not_scaled"),
-    (lambda a: check_journey_variance_d100(*a), (402.13, 4), "simulation_estimate"),
-    (lambda a: check_journey_variance_d100(*a), (400, 4.02), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (600, 5), "added_variances"),
+    (lambda a: check_journey_variance_d100(*a), (math.sqrt(600), 6), "gave_std"),
+    (lambda a: check_journey_variance_d100(*a), (6, 6), "already_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (360_000, 6), "squared"),
+    (lambda a: check_journey_variance_d100(*a), (600, 60), "variance_divided_by_sqrt"),
+    (lambda a: check_journey_variance_d100(*a), (600, 0.06), "divided_by_d_k"),
+    (lambda a: check_journey_variance_d100(*a), (600, 600), "not_scaled"),
+    (lambda a: check_journey_variance_d100(*a), (602.13, 6), "simulation_estimate"),
+    (lambda a: check_journey_variance_d100(*a), (600, 6.02), "simulation_estimate"),
     (lambda a: check_journey_variance_d100(*a), (107.4, 1.074), "wrong_value"),
     (lambda a: check_journey_variance_d100(*a), (50, 1), "wrong_value"),
-    (lambda a: check_journey_variance_d100(*a), ("400", 4), "not_a_number"),
+    (lambda a: check_journey_variance_d100(*a), ("600", 6), "not_a_number"),
 ]
 
 E4_RIGHT = [
@@ -299,8 +299,8 @@ E4_RIGHT = [
     (check_self_attention, lambda x, wq, wk, wv: (sa_right(x, wq, wk, wv), "weights")),
     (check_self_attention, lambda x, wq, wk, wv: sa_right(x.astype(np.float32), wq.astype(np.float32),
                                                            wk.astype(np.float32), wv.astype(np.float32))),
-    (lambda a: check_journey_variance_d100(*a), (400, 4)),
-    (lambda a: check_journey_variance_d100(*a), (100 * 4.0 * 1.0, 400 / math.sqrt(100) ** 2)),
+    (lambda a: check_journey_variance_d100(*a), (600, 6)),
+    (lambda a: check_journey_variance_d100(*a), (100 * 3.0 * 2.0, 600 / math.sqrt(100) ** 2)),
 ]
 
 # ---------------------------------------------------------------------------
@@ -460,13 +460,15 @@ def _visible_e5():
 
 
 E5_WRONG = [
-    (lambda a: check_definition_shapes(*a), ((5, 3), (5, 3), (5, 6)), "n_m_swapped"),
-    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 4)), "d_k_d_v_swapped"),
-    (lambda a: check_definition_shapes(*a), ((3, 3), (3, 5), (3, 6)), "assumed_square"),
-    (lambda a: check_definition_shapes(*a), ((3, 4), (3, 5), (3, 6)), "used_d_k"),
-    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (6, 3)), "transposed"),
-    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 5)), "out_is_weights"),
-    (lambda a: check_definition_shapes(*a), ("3x5", (3, 5), (3, 6)), "not_a_shape"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 5, 3), (2, 4, 5, 3), (2, 4, 5, 6)), "n_m_swapped"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 4)), "d_k_d_v_swapped"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 3), (2, 4, 3, 5), (2, 4, 3, 6)), "assumed_square"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 4), (2, 4, 3, 5), (2, 4, 3, 6)), "used_d_k"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 6, 3)), "transposed"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 5)), "out_is_weights"),
+    (lambda a: check_definition_shapes(*a), ("2x4x3x5", (2, 4, 3, 5), (2, 4, 3, 6)), "not_a_shape"),
+    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 6)), "no_leading_axes"),  # notebook 05's case
+    (lambda a: check_definition_shapes(*a), ((4, 2, 3, 5), (4, 2, 3, 5), (4, 2, 3, 6)), "leading_axes_swapped"),
     (check_stable_softmax, lambda x: helpers.attention.softmax(x), "reaches_library"),
     (check_stable_softmax, imported_softmax, "reaches_library"),
     (check_stable_softmax, COPIED_SOFTMAX, "reaches_library"),
@@ -525,8 +527,8 @@ E5_WRONG = [
 ]
 
 E5_RIGHT = [
-    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 6))),
-    (lambda a: check_definition_shapes(*a), ([3, 5], np.array([3, 5]), (3.0, 6.0))),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))),
+    (lambda a: check_definition_shapes(*a), ([2, 4, 3, 5], np.array([2, 4, 3, 5]), (2.0, 4.0, 3.0, 6.0))),
     (check_stable_softmax, sm_where),
     (check_stable_softmax, sm_where_builtin),
     (check_stable_softmax, sm_where_loops),
@@ -867,13 +869,14 @@ def test_e4_probes_stay_below_overflow():
 
 def test_lessons_suffice_e4_exercise_4():
     # Lesson 08's rule (the variances of d independent products add) and the task's hint: the
-    # variance of one zero-mean product is E[q^2] E[k^2] = 4 x 1.
+    # variance of one zero-mean product is E[q^2] E[k^2] = 3 x 2.
     d = 100
-    assert check_journey_variance_d100(d * 4.0 * 1.0, d * 4.0 / np.sqrt(d) ** 2)
+    assert check_journey_variance_d100(d * 3.0 * 2.0, d * 6.0 / np.sqrt(d) ** 2)
 
 
 def test_lessons_suffice_e5_exercise_1():
-    assert check_definition_shapes((3, 5), (3, 5), (3, 6))
+    # Lesson 05's shapes (n, m) and (n, d_v); its implementation keeps leading axes (..., n, d).
+    assert check_definition_shapes((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))
 
 
 def test_lessons_suffice_e5_exercise_2():

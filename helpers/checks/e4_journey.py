@@ -459,17 +459,17 @@ def check_self_attention(fn, seed=None):
     )
 
 
-VAR_Q = 4.0
+VAR_Q = 3.0
 """The variance of each query entry in exercise 4 (the keys' entries have variance ``VAR_K``)."""
 
-VAR_K = 1.0
+VAR_K = 2.0
 
 
 @_never_raise
 def check_journey_variance_d100(before, after=None):
-    """Check the expected variance of q·k at dimension 100 when the queries' entries have variance 4.
+    """Check the expected variance of q·k at dimension 100 for query entries of variance 3, keys 2.
 
-    The entries of q have variance ``VAR_Q`` = 4, those of k variance ``VAR_K`` = 1,
+    The entries of q have variance ``VAR_Q`` = 3, those of k variance ``VAR_K`` = 2,
     all independent with mean 0 (notebook 08 measures unit variances only). The
     rule, the same as E3's: the task asks for the **expected value**, which follows
     from the formula, so only rounding errors of the arithmetic are allowed
@@ -485,8 +485,8 @@ def check_journey_variance_d100(before, after=None):
     -------
     CheckResult
         Mistakes recognised: ``unit_variance`` (the values for entries of
-        variance 1), ``std_of_queries`` (the queries' standard deviation used as
-        their variance), ``added_variances`` (d (4 + 1)), ``gave_std``,
+        variance 1), ``std_of_queries`` (the standard deviations used in place of
+        the variances), ``added_variances`` (d (3 + 2)), ``gave_std``,
         ``already_scaled``, ``squared``, ``variance_divided_by_sqrt``,
         ``divided_by_d_k``, ``not_scaled``, ``simulation_estimate``;
         ``not_a_number``, ``not_finite``, ``wrong_value``.
@@ -514,18 +514,17 @@ def check_journey_variance_d100(before, after=None):
 
         return judge
 
-    unit = ("unit_variance", float(d), "That is the variance for query entries of variance 1, as in "
-            "notebook 08; here the query entries have variance 4.")
-    unit_after = ("unit_variance", 1.0, "That is the variance after scaling for entries of variance 1; "
-                  "here the query entries have variance 4.")
+    given = f"here the query entries have variance {VAR_Q:g} and the key entries {VAR_K:g}"
+    unit = ("unit_variance", float(d), f"That is the variance for entries of variance 1, as in notebook 08; {given}.")
+    unit_after = ("unit_variance", 1.0, f"That is the variance after scaling for entries of variance 1; {given}.")
+    std = f"You used the standard deviations (sqrt({VAR_Q:g}) and sqrt({VAR_K:g})) where the variances belong."
     parts = [
         ("the variance before scaling", before, expected_value(functools.partial(
             _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
             hint=f"q·k adds d = {d} products q_i k_i; what is the variance of one of them?",
             mistakes=[
                 unit,
-                ("std_of_queries", d * math.sqrt(VAR_Q) * VAR_K, "You used the queries' standard "
-                 "deviation (2) where their variance (4) belongs."),
+                ("std_of_queries", d * math.sqrt(VAR_Q * VAR_K), std),
                 ("added_variances", d * (VAR_Q + VAR_K), "You added the variances of q_i and k_i; "
                  "they add for a sum of independent terms, and q_i k_i is a product."),
                 ("gave_std", math.sqrt(var), "That is the standard deviation; the variance is its square."),
@@ -538,8 +537,7 @@ def check_journey_variance_d100(before, after=None):
             hint="Dividing every score by sqrt(d) divides the variance by d.",
             mistakes=[
                 unit_after,
-                ("std_of_queries", math.sqrt(VAR_Q) * VAR_K, "You used the queries' standard "
-                 "deviation (2) where their variance (4) belongs."),
+                ("std_of_queries", math.sqrt(VAR_Q * VAR_K), std),
                 ("added_variances", VAR_Q + VAR_K, "You added the variances of q_i and k_i; "
                  "they add for a sum of independent terms, and q_i k_i is a product."),
                 ("variance_divided_by_sqrt", var / math.sqrt(d), "You divided the variance by sqrt(d); "
@@ -552,6 +550,6 @@ def check_journey_variance_d100(before, after=None):
     return _parts(
         parts,
         done="Right: both are the expected values. Scaling by sqrt(d) removes the growth with d, not "
-        "the variance of the entries: the scaled scores still have variance 4.",
+        f"the variance of the entries: the scaled scores still have variance {VAR_Q * VAR_K:g}.",
         empty=f"No answer yet: the variance of q·k at d = {d} before and after dividing by sqrt({d}).",
     )

@@ -575,8 +575,9 @@ def check_masked_attention(fn, seed=None):
 # The definition page: shapes with n queries and m keys
 # ---------------------------------------------------------------------------
 
-SHAPES_CASE = {"n": 3, "m": 5, "d_k": 4, "d_v": 6}
-"""The sizes of the shapes exercise: n queries, m keys, key width d_k, value width d_v."""
+SHAPES_CASE = {"batch": 2, "heads": 4, "n": 3, "m": 5, "d_k": 4, "d_v": 6}
+"""The sizes of the shapes exercise: a batch of 2 sequences, 4 heads, n queries, m keys, key
+width d_k, value width d_v (notebook 05 works out the case without the batch and head axes)."""
 
 
 def _as_shape(answer):
@@ -631,7 +632,11 @@ def _shape_verdict(answer, *, what, expected, mistakes):
 
 @_never_raise
 def check_definition_shapes(scores, weights=None, out=None):
-    """Check the shapes of the definition page's attention for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6.
+    """Check the shapes of batched multi-head attention: B = 2, h = 4, n = 3, m = 5, d_k = 4, d_v = 6.
+
+    Q is (B, h, n, d_k), K is (B, h, m, d_k) and V is (B, h, m, d_v), as the page's
+    implementation allows (``(..., n, d_k)``); notebook 05 works out the case
+    without the two leading axes.
 
     The expected shapes are computed by running
     :func:`helpers.attention.scaled_dot_product_attention` on arrays of those
@@ -645,16 +650,18 @@ def check_definition_shapes(scores, weights=None, out=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``n_m_swapped`` (queries and keys exchanged, which
+        Mistakes recognised: ``no_leading_axes`` (the shape for one sequence
+        and one head), ``leading_axes_swapped``, ``n_m_swapped`` (queries and keys exchanged, which
         is also the transposed score matrix), ``d_k_d_v_swapped``,
         ``assumed_square`` (as in self-attention), ``used_d_k``, ``transposed``,
         ``out_is_weights``, ``not_a_shape``, ``wrong_shape``. Missing parts give
         "not yet" once the given ones are right.
     """
     n, m, d_k, d_v = (SHAPES_CASE[key] for key in ("n", "m", "d_k", "d_v"))
+    lead = (SHAPES_CASE["batch"], SHAPES_CASE["heads"])
 
     def run(n_q, n_k, width_k, width_v):
-        q, k, v = np.zeros((n_q, width_k)), np.zeros((n_k, width_k)), np.zeros((n_k, width_v))
+        q, k, v = (np.zeros(lead + shape) for shape in ((n_q, width_k), (n_k, width_k), (n_k, width_v)))
         out_, weights_ = attention.scaled_dot_product_attention(q, k, v)
         return attention.attention_scores(q, k).shape, weights_.shape, out_.shape
 
@@ -663,22 +670,31 @@ def check_definition_shapes(scores, weights=None, out=None):
     swapped_d = run(n, m, d_v, d_k)
     square_n, square_m = run(n, n, d_k, d_v), run(m, m, d_k, d_v)
 
-    def grid_mistakes(index, what):
+    def axes_mistakes(index, what):
         return [
+            ("no_leading_axes", right[index][2:], f"That is the shape of {what} for one sequence and "
+             f"one head. The batch ({lead[0]}) and head ({lead[1]}) axes are not touched by the "
+             "attention: they stay in front."),
+            ("leading_axes_swapped", lead[::-1] + right[index][2:], f"The batch axis ({lead[0]}) comes "
+             f"before the head axis ({lead[1]}), as in the inputs."),
+        ]
+
+    def grid_mistakes(index, what):
+        return axes_mistakes(index, what) + [
             ("n_m_swapped", swapped_nm[index], f"You swapped queries and keys: {what} has one row per "
              f"query (n = {n}) and one column per key (m = {m})."),
             ("assumed_square", square_n[index], f"That would be self-attention (n = m); here n = {n} "
              f"queries attend to m = {m} keys, so {what} is n x m."),
             ("assumed_square", square_m[index], f"That would be self-attention (n = m); here n = {n} "
              f"queries attend to m = {m} keys, so {what} is n x m."),
-            ("used_d_k", (n, d_k), f"d_k is summed away by the dot products; {what} has one entry "
+            ("used_d_k", lead + (n, d_k), f"d_k is summed away by the dot products; {what} has one entry "
              "per query-key pair."),
         ]  # a transposed (m, n) is the same shape as n_m_swapped, which names it
 
-    out_mistakes = [
+    out_mistakes = axes_mistakes(2, "the output") + [
         ("n_m_swapped", swapped_nm[2], f"One output per query, not per key: n = {n} rows."),
         ("d_k_d_v_swapped", swapped_d[2], f"The output mixes the values, so its width is d_v = {d_v}, not d_k."),
-        ("transposed", right[2][::-1], "Transposed: the output has one row per query."),
+        ("transposed", lead + right[2][:1:-1], "Transposed: the output has one row per query."),
         ("out_is_weights", right[1], "That is the shape of the weights; the output is weights @ V, (n, d_v)."),
     ]  # the square m x m case gives the output (m, d_v), the same as n_m_swapped, which names it
     parts = [
@@ -691,6 +707,7 @@ def check_definition_shapes(scores, weights=None, out=None):
     ]
     return _parts(
         parts,
-        done=f"Right: scores and weights are (n, m) = {right[0]}, the output is (n, d_v) = {right[2]}.",
+        done=f"Right: scores and weights are (B, h, n, m) = {right[0]}, the output is (B, h, n, d_v) = "
+        f"{right[2]}.",
         empty="No answer yet: the shapes of the scores, the weights and the output.",
     )
