@@ -352,6 +352,19 @@ def test_softmax_not_yet_and_input_untouched():
 # ---------------------------------------------------------------------------
 
 
+def padded(fn2):
+    """E5 exercise 3 from a masked attention ``fn2(q, k, v, mask)`` of one sentence: the mask of
+    real (query, key) pairs is built from the lengths, and ``fn2`` runs sentence by sentence."""
+
+    def fn(q, k, v, lengths):
+        real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+        mask = real[:, :, None] & real[:, None, :]
+        outs = [fn2(q[b], k[b], v[b], mask[b]) for b in range(len(q))]
+        return np.stack([o[0] if isinstance(o, tuple) else o for o in outs])
+
+    return fn
+
+
 def good_masked(q, k, v, mask):
     return sdpa(q, k, v, mask)[0]
 
@@ -384,24 +397,45 @@ def big_negative_masked(q, k, v, mask):  # -1e9 instead of -inf: uniform empty r
 
 
 def test_masked_right():
-    assert_correct(check_masked_attention(good_masked))
-    assert_correct(check_masked_attention(good_masked_by_hand))
-    assert_correct(check_masked_attention(lambda q, k, v, mask: sdpa(q, k, v, mask)))
+    assert_correct(check_masked_attention(padded(good_masked)))
+    assert_correct(check_masked_attention(padded(good_masked_by_hand)))
+    assert_correct(check_masked_attention(padded(lambda q, k, v, mask: sdpa(q, k, v, mask))))
+
+
+def test_masked_attention_of_notebook_05_is_refused():
+    # Notebook 05's masked_fill_attention(Q, K, V, mask) with the lengths passed as the mask, and
+    # with notebook 05's padding mask of the keys only.
+    def masked_fill_attention(Q, K, V, mask=None):
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask == 0, -np.inf, scores)
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+        return weights @ V, weights
+
+    assert_mistake(check_masked_attention(masked_fill_attention), "lengths_as_mask")
+
+    def keys_only(q, k, v, lengths):
+        pad = (np.arange(q.shape[-2]) < np.asarray(lengths)[:, None])[:, None, :]   # (B, 1, n)
+        return sdpa(q, k, v, pad)[0]
+
+    assert_mistake(check_masked_attention(keys_only), "padded_queries_not_zero")
 
 
 @pytest.mark.parametrize(
     "fn, name",
     [
-        (lambda q, k, v, mask: sdpa(q, k, v)[0], "mask_ignored"),
-        (inverted_masked, "mask_inverted"),
-        (unscaled_masked, "unscaled"),
-        (nan_masked, "nan_for_masked_row"),
-        (big_negative_masked, "masked_row_not_zero"),
-        (lambda q, k, v, mask: good_masked(q, k, v, mask).T, "wrong_shape"),
-        (lambda q, k, v, mask: None, "wrong_shape"),
+        (lambda q, k, v, lengths: sdpa(q, k, v)[0], "mask_ignored"),
+        (padded(inverted_masked), "mask_inverted"),
+        (padded(unscaled_masked), "unscaled"),
+        (padded(nan_masked), "nan_for_masked_row"),
+        (padded(big_negative_masked), "masked_row_not_zero"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, lengths).reshape(-1), "wrong_shape"),
+        (lambda q, k, v, lengths: None, "wrong_shape"),
         (lambda q, k, v: q, "raises"),
-        (lambda q, k, v, mask: 1 / 0, "raises"),
-        (lambda q, k, v, mask: good_masked(q, k, v, mask) * 1.1, "wrong_values"),
+        (lambda q, k, v, lengths: 1 / 0, "raises"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, lengths) * 1.1, "wrong_values"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, np.asarray(lengths) + 1), "length_off_by_one"),
         (42, "not_callable"),
     ],
 )

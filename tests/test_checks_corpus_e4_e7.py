@@ -444,6 +444,40 @@ def masked_scaled(c):
     return fn
 
 
+def padded(fn2, change=lambda lengths: lengths, sides="both"):
+    """E5 exercise 3 from a masked attention ``fn2(q, k, v, mask)`` of one sentence: the mask of
+    real (query, key) pairs is built from the lengths (``change``-d, one ``sides`` only for the
+    wrong answers), and ``fn2`` runs sentence by sentence."""
+
+    def fn(q, k, v, lengths):
+        real = np.arange(q.shape[-2]) < np.asarray(change(np.asarray(lengths)))[:, None]
+        rows = real[:, :, None] if sides != "keys" else np.ones_like(real)[:, :, None]
+        cols = real[:, None, :] if sides != "queries" else np.ones_like(real)[:, None, :]
+        mask = rows & cols
+        outs = [fn2(q[b], k[b], v[b], mask[b]) for b in range(len(q))]
+        return np.stack([o[0] if isinstance(o, tuple) else o for o in outs])
+
+    return fn
+
+
+def padded_batched(q, k, v, lengths):
+    """E5 exercise 3 at once for the whole batch, with a (B, n, n) mask."""
+    real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+    allowed = real[:, :, None] & real[:, None, :]
+    s = np.where(allowed, q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), -np.inf)
+    return guarded_weights(s) @ v
+
+
+def masked_fill_attention_05(Q, K, V, mask=None):
+    """Notebook 05's function, as the lecture writes it (an integer mask, 0 = blocked)."""
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask == 0, -np.inf, scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    attention_weights = e / e.sum(axis=-1, keepdims=True)
+    return attention_weights @ V, attention_weights
+
+
 def masked_rows_loop(q, k, v, mask):
     out = np.zeros((q.shape[0], v.shape[1]))
     for i in range(q.shape[0]):
@@ -508,22 +542,31 @@ E5_WRONG = [
     (check_stable_softmax, lambda x, axis=-1, where=None: sm_where(x, axis, where).T, "wrong_shape"),
     (check_stable_softmax, lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2),
      "wrong_values"),
-    (check_masked_attention, lambda q, k, v, m: helpers.attention.scaled_dot_product_attention(q, k, v, m)[0],
+    (check_masked_attention, lambda q, k, v, n: helpers.attention.scaled_dot_product_attention(q, k, v)[0],
      "reaches_library"),
-    (check_masked_attention, lambda q, k, v, m: COPIED_SDPA(q, k, v, m)[0], "reaches_library"),
-    (check_masked_attention, in_a_thread(lambda q, k, v, m: imported_sdpa(q, k, v, m)[0]), "reaches_library"),
-    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, np.ones_like(m)), "mask_ignored"),
-    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, ~m), None),
-    (check_masked_attention, masked_fill(0.0), "masked_with_zero"),
-    (check_masked_attention, masked_fill(-1e9), "masked_row_not_zero"),
-    (check_masked_attention, masked_after(False), "mask_after_softmax"),
-    (check_masked_attention, masked_after(True), "nan_for_masked_row"),
-    (check_masked_attention, masked_naive, "overflow"),
-    (check_masked_attention, masked_scaled(lambda q: 1.0), "unscaled"),
-    (check_masked_attention, masked_scaled(lambda q: 1 / q.shape[-1]), "divided_by_d_k"),
-    (check_masked_attention, masked_fill(-np.inf), "nan_for_masked_row"),
-    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, m).astype(np.float16), "precision"),
-    (check_masked_attention, lambda q, k, v, m: masked_right(q, k, v, m)[:, :1], "wrong_shape"),
+    (check_masked_attention, lambda q, k, v, n: COPIED_SDPA(q, k, v)[0], "reaches_library"),
+    (check_masked_attention, in_a_thread(lambda q, k, v, n: imported_sdpa(q, k, v)[0]), "reaches_library"),
+    (check_masked_attention, padded(lambda q, k, v, m: masked_right(q, k, v, np.ones_like(m))), "mask_ignored"),
+    (check_masked_attention, padded(lambda q, k, v, m: masked_right(q, k, v, ~m)), None),
+    (check_masked_attention, padded(masked_fill(0.0)), "masked_with_zero"),
+    (check_masked_attention, padded(masked_fill(-1e9)), "masked_row_not_zero"),
+    (check_masked_attention, padded(masked_after(False)), "mask_after_softmax"),
+    (check_masked_attention, padded(masked_after(True)), "nan_for_masked_row"),
+    (check_masked_attention, padded(masked_naive), "overflow"),
+    (check_masked_attention, padded(masked_scaled(lambda q: 1.0)), "unscaled"),
+    (check_masked_attention, padded(masked_scaled(lambda q: 1 / q.shape[-1])), "divided_by_d_k"),
+    (check_masked_attention, padded(masked_fill(-np.inf)), "nan_for_masked_row"),
+    (check_masked_attention, lambda q, k, v, n: padded(masked_right)(q, k, v, n).astype(np.float16), "precision"),
+    # beyond notebook 05: the lengths, and the padding queries
+    (check_masked_attention, masked_fill_attention_05, "lengths_as_mask"),  # notebook 05's function, verbatim
+    (check_masked_attention, lambda q, k, v, n: masked_fill_attention_05(
+        q, k, v, (np.arange(q.shape[-2]) < n[:, None])[:, None, :]), "padded_queries_not_zero"),
+    (check_masked_attention, padded(masked_right, sides="keys"), "padded_queries_not_zero"),
+    (check_masked_attention, padded(masked_right, sides="queries"), "padded_keys_attended"),
+    (check_masked_attention, padded(masked_right, change=lambda n: n + 1), "length_off_by_one"),
+    (check_masked_attention, padded(masked_right, change=lambda n: np.maximum(n - 1, 0)), "length_off_by_one"),
+    (check_masked_attention, padded(masked_right, change=lambda n: n[::-1]), None),  # lengths of another sentence
+    (check_masked_attention, lambda q, k, v, n: padded(masked_right)(q, k, v, n)[..., :1], "wrong_shape"),
 ]
 
 E5_RIGHT = [
@@ -537,10 +580,12 @@ E5_RIGHT = [
     (check_stable_softmax, SoftmaxObject()),  # a callable object
     (check_stable_softmax, lambda x, axis=-1, where=None: np.swapaxes(
         sm_where(np.swapaxes(x, axis, -1), -1, None if where is None else np.swapaxes(where, axis, -1)), axis, -1)),
-    (check_masked_attention, masked_right),
-    (check_masked_attention, masked_rows_loop),
-    (check_masked_attention, lambda q, k, v, m: masked_fill(-1e9)(q, k, v, m) * m.any(axis=-1, keepdims=True)),
-    (check_masked_attention, lambda q, k, v, m: (masked_right(q, k, v, m), "weights")),
+    (check_masked_attention, padded_batched),
+    (check_masked_attention, padded(masked_right)),
+    (check_masked_attention, padded(masked_rows_loop)),
+    (check_masked_attention, padded(lambda q, k, v, m: masked_fill(-1e9)(q, k, v, m) * m.any(axis=-1, keepdims=True))),
+    (check_masked_attention, lambda q, k, v, n: (padded_batched(q, k, v, n), "weights")),
+    (check_masked_attention, lambda q, k, v, n: padded_batched(q, k, v, list(n))),
 ]
 
 # ---------------------------------------------------------------------------
@@ -803,7 +848,7 @@ def test_no_catch_all_message_gives_the_recipe():
         check_self_attention(lambda x, wq, wk, wv: sa_right(x, wq, wk, wv) + 1),
         check_stable_softmax(lambda x: own_softmax(x)[..., ::-1]),
         check_stable_softmax(lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2)),
-        check_masked_attention(lambda q, k, v, m: masked_right(q, k, v, m) * 2),
+        check_masked_attention(lambda q, k, v, n: padded_batched(q, k, v, n) * 2),
         check_attention_backward(lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d))),
         check_online_softmax_merge(lambda m_a, l_a, o_a, m_b, l_b, o_b: (np.maximum(m_a, m_b), l_a, o_a)),
     ]
@@ -896,7 +941,9 @@ def test_lessons_suffice_e5_exercise_2():
 
 def test_lessons_suffice_e5_exercise_3():
     # Lesson 05: -inf for blocked keys, and a fully masked row gives zeros; lesson 06: the max.
-    assert check_masked_attention(masked_right)
+    # Lesson 05's padding mask built from lengths (broadcast on both sides) and -inf before the
+    # softmax, with the guard for a row with nothing allowed.
+    assert check_masked_attention(padded_batched)
 
 
 def test_lessons_suffice_e6_exercise_1():

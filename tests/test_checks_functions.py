@@ -146,7 +146,7 @@ def test_guard_catches_an_imported_name_and_restores_the_kernels():
 def test_guard_catches_a_wrapped_kernel_in_every_function_check():
     sdpa = helpers.attention.scaled_dot_product_attention
     cases = [
-        (checks.check_masked_attention, lambda q, k, v, m: sdpa(q, k, v, m)[0]),
+        (checks.check_masked_attention, lambda q, k, v, lengths: sdpa(q, k, v)[0]),
         (checks.check_self_attention,
          lambda x, wq, wk, wv: helpers.attention.scaled_dot_product_attention(x @ wq, x @ wk, x @ wv)[0]),
         (checks.check_attention_backward, lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d)),

@@ -350,10 +350,16 @@ def check_stable_softmax(fn, seed=None):
 # ---------------------------------------------------------------------------
 
 
+def _t(k):
+    """``k`` with its last two axes swapped: (..., m, d) -> (..., d, m)."""
+    return np.swapaxes(k, -1, -2)
+
+
 def _whole_matrix_masked(q, k, v, mask):
-    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
-    e = np.exp(s - s[mask].max())
-    return e / e.sum() @ v
+    s = np.where(mask, q @ _t(k) / np.sqrt(q.shape[-1]), -np.inf)
+    flat = s.reshape(s.shape[0], -1)
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True)).reshape(s.shape)
+    return e / e.sum(axis=(-2, -1), keepdims=True) @ v
 
 
 def _stable_softmax(s):
@@ -366,87 +372,91 @@ def _stable_softmax(s):
 
 def _masked_with(q, k, v, mask, fill):
     """Attention with the blocked scores set to ``fill`` (0 or -1e9) instead of -inf."""
-    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), fill)
+    s = np.where(mask, q @ _t(k) / np.sqrt(q.shape[-1]), fill)
     return _stable_softmax(s) @ v
 
 
 def _mask_after_softmax(q, k, v, mask, renormalise):
     """The weights of the unmasked softmax times the mask (then renormalised, 0 where nothing is left)."""
-    w = _stable_softmax(q @ k.T / np.sqrt(q.shape[-1])) * mask
+    w = _stable_softmax(q @ _t(k) / np.sqrt(q.shape[-1])) * mask
     if renormalise:
         total = w.sum(axis=-1, keepdims=True)
         w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
     return w @ v
 
 
-def _masked_cases(seed=None):
-    """Seeded q, k, v and masks: padding, causal, one with an empty row, then random probes.
+def _valid(lengths, n):
+    """(B, n): True at the real tokens of each sequence, positions 0 to length - 1."""
+    return np.arange(n) < np.asarray(lengths)[:, None]
 
-    The random probes have other shapes, a row of 300 keys, and two overflow cases: scores of
-    about 1e4 with a fully masked row, and query rows of very different sizes (1 to 3000).
+
+def _pair_mask(lengths, n):
+    """(B, n, n): a real query may attend to a real key; a padding query to nothing."""
+    valid = _valid(lengths, n)
+    return valid[:, :, None] & valid[:, None, :]
+
+
+def _masked_cases(seed=None):
+    """Batches ``(name, q, k, v, lengths)`` of padded sequences, self-attention with n = m.
+
+    Two seeded cases (one with a sequence of length 0), then random probes: other shapes,
+    120 tokens, scores of about 1e4, query rows of very different sizes (1 to 3000) and a
+    case drawn anew at each run.
     """
     rng = np.random.default_rng(52)
-    n, m, d_k, d_v = 4, 5, 3, 2
-    q = rng.normal(size=(n, d_k))
-    k = rng.normal(size=(m, d_k))
-    v = rng.normal(size=(m, d_v))
-    padding = np.broadcast_to(attention.padding_mask(3, m)[0], (n, m)).copy()
-    causal = attention.causal_mask(n, m)
-    empty_row = padding.copy()
-    empty_row[1] = False
-    cases = [(name, q, k, v, mask) for name, mask in
-             (("padding", padding), ("causal", causal), ("empty_row", empty_row))]
+    cases = []
+    for name, lengths, n, d_k, d_v in (("padding", [5, 3], 5, 3, 2), ("empty", [4, 0, 2], 4, 3, 2)):
+        b = len(lengths)
+        cases.append((name, rng.normal(size=(b, n, d_k)), rng.normal(size=(b, n, d_k)),
+                      rng.normal(size=(b, n, d_v)), np.array(lengths)))
     hidden = np.random.default_rng(_HIDDEN_SEED + 1 if seed is None else seed)
-    for n, m, d_k, d_v, spread in ((6, 9, 4, 3, 1.0), (3, 300, 8, 5, 1.0), (5, 7, 2, 4, 8.0)):
-        q = hidden.normal(size=(n, d_k)) * spread
-        q[-1] *= 10.0
-        k, v = hidden.normal(size=(m, d_k)), hidden.normal(size=(m, d_v))
-        mask = hidden.random((n, m)) < 0.7
-        mask[:, 0] = True
-        cases.append(("random", q, k, v, mask))
-    # Overflow: scores of about 1e4 (exp overflows past 709), with one fully masked row.
-    n, m, d_k, d_v = 5, 6, 4, 3
-    q = hidden.normal(size=(n, d_k)) * 3000.0
-    k, v = hidden.normal(size=(m, d_k)), hidden.normal(size=(m, d_v))
-    mask = hidden.random((n, m)) < 0.6
-    mask[:, 1] = True
-    mask[2] = False
-    cases.append(("large_scores", q, k, v, mask))
+    for b, n, d_k, d_v, spread in ((3, 6, 4, 3, 1.0), (2, 120, 8, 5, 1.0), (2, 7, 2, 4, 8.0)):
+        q = hidden.normal(size=(b, n, d_k)) * spread
+        q[:, 0] *= 10.0
+        lengths = hidden.integers(1, n + 1, size=b)
+        lengths[-1] = n - 1
+        cases.append(("random", q, hidden.normal(size=(b, n, d_k)), hidden.normal(size=(b, n, d_v)), lengths))
+    # Overflow: scores of about 1e4 (exp overflows past 709), one sequence of length 0.
+    b, n, d_k, d_v = 3, 6, 4, 3
+    q = hidden.normal(size=(b, n, d_k)) * 3000.0
+    cases.append(("large_scores", q, hidden.normal(size=(b, n, d_k)), hidden.normal(size=(b, n, d_v)),
+                  np.array([6, 2, 0])))
     # Rows of very different sizes: query row i scaled by 1, 10, 100, 1000, 3000.
-    q = hidden.normal(size=(n, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
-    cases.append(("different_rows", q, k, v, np.tril(np.ones((n, m), dtype=bool), 1)))
+    q = hidden.normal(size=(2, 5, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
+    cases.append(("different_rows", q, hidden.normal(size=(2, 5, d_k)), hidden.normal(size=(2, 5, d_v)),
+                  np.array([5, 4])))
     fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
-    q, k, v = fresh.normal(size=(4, 3)), fresh.normal(size=(6, 3)), fresh.normal(size=(6, 2))
-    mask = fresh.random((4, 6)) < 0.6
-    mask[:, 2] = True
-    cases.append(("fresh", q, k, v, mask))
+    b, n = 3, int(fresh.integers(4, 8))
+    cases.append(("fresh", fresh.normal(size=(b, n, 3)), fresh.normal(size=(b, n, 3)),
+                  fresh.normal(size=(b, n, 2)), fresh.integers(0, n + 1, size=b)))
     return cases
 
 
 _CASE_NAMES = {
-    "padding": "the padding mask",
-    "causal": "the causal mask",
-    "empty_row": "the mask with an empty row",
-    "random": "a random mask",
-    "large_scores": "scores of about 1e4 and a fully masked row",
+    "padding": "lengths [5, 3]",
+    "empty": "lengths [4, 0, 2] (a sequence of length 0)",
+    "random": "a random batch",
+    "large_scores": "scores of about 1e4 and a sequence of length 0",
     "different_rows": "query rows of very different sizes (scores up to about 1e4)",
-    "fresh": "a random case drawn at this run",
+    "fresh": "a random batch drawn at this run",
 }
 
 
 @_never_raise
 def check_masked_attention(fn, seed=None):
-    """Check a student's ``masked_attention(q, k, v, mask)``.
+    """Check a student's ``padded_attention(q, k, v, lengths)`` on a batch of padded sequences.
 
-    ``mask`` is boolean with True = "may attend", as in
-    :func:`helpers.attention.scaled_dot_product_attention`, and the result is
-    compared with that kernel (scaled by 1/sqrt(d_k)) on seeded inputs with a
-    padding mask, a causal mask and a mask whose row 1 allows no key, then on
-    random cases: other shapes, 300 keys, queries of very different sizes, and
-    scores of about 1e4 with a fully masked row. A fully masked row must give an
-    all-zero output row: there is nothing to attend to, and this collection
-    chooses zeros over NaN (notebook 05). ``fn`` may return the output or a tuple
-    ``(output, weights)``.
+    ``q``, ``k`` are (B, n, d_k) and ``v`` (B, n, d_v): self-attention over B
+    sequences filled up to n tokens; ``lengths`` (B,) gives how many tokens of each
+    are real (positions 0 to length - 1), the rest being padding. A real query
+    attends to the real keys of its own sequence only; a padding query asks
+    nothing, so its output row is all zeros, and so is every row of a sequence of
+    length 0. Notebook 05 builds a padding mask for the keys only, with the
+    library's ``padding_mask``; here both sides are masked. The result is compared
+    with :func:`helpers.attention.scaled_dot_product_attention` (scaled by
+    1/sqrt(d_k)) under that mask, on seeded batches, then on random probes: other
+    shapes, 120 tokens, scores of about 1e4 and query rows of very different sizes.
+    ``fn`` may return the output or a tuple ``(output, weights)``.
 
     Parameters
     ----------
@@ -459,29 +469,40 @@ def check_masked_attention(fn, seed=None):
     -------
     CheckResult
         Mistakes recognised: ``not_callable``, ``reaches_library``,
-        ``used_library``, ``raises`` (and the named ones), ``wrong_shape``,
-        ``mask_ignored``, ``mask_inverted`` (True treated as blocked),
+        ``used_library``, ``raises`` (and the named ones), ``lengths_as_mask``
+        (the lengths passed on as if they were a mask), ``wrong_shape``,
+        ``mask_ignored``, ``mask_inverted``, ``padded_queries_not_zero`` (only the keys masked),
+        ``padded_keys_attended`` (only the queries masked), ``length_off_by_one``,
         ``masked_with_zero`` (blocked scores set to 0), ``mask_after_softmax``
         (the weights masked after the softmax, renormalised or not),
         ``unscaled``, ``divided_by_d_k``, ``softmax_whole_matrix``,
-        ``nan_for_masked_row`` (a fully masked row gives NaN),
+        ``nan_for_masked_row`` (a row with nothing to attend to gives NaN),
         ``masked_row_not_zero`` (it gives the mean of the values, as with -1e9
         instead of -inf), ``overflow`` (NaN or inf elsewhere, or NumPy warned),
         ``precision``, ``wrong_values``. A float32 result within ``FLOAT32_TOL``
         is accepted with a note on precision.
     """
-    result = _check_callable(fn, "masked_attention")
+    result = _check_callable(fn, "padded_attention")
     if result is not None:
         return result
     sdpa = attention.scaled_dot_product_attention
     note = ""
-    for case, q, k, v, mask in _masked_cases(seed):
+    for case, q, k, v, lengths in _masked_cases(seed):
         where = _CASE_NAMES[case]
-        call = _call_student(fn, q, k, v, mask)
+        n = q.shape[-2]
+        mask = _pair_mask(lengths, n)
+        call = _call_student(fn, q, k, v, lengths)
         if call.used:
-            return _used_library(call, "masked_attention")
+            return _used_library(call, "padded_attention")
+        if isinstance(call.error, (ValueError, IndexError)) and f"({len(lengths)},)" in str(call.error):
+            return _incorrect(
+                "lengths_as_mask",
+                f"Your padded_attention raised {type(call.error).__name__} ({str(call.error)[:100]}). "
+                f"lengths is not a mask: it holds one number per sequence, shape ({len(lengths)},), "
+                "and the mask of allowed (query, key) pairs is yours to build from it.",
+            )
         if call.error is not None:
-            return _raised(call, "masked_attention")
+            return _raised(call, "padded_attention")
         value = call.value
         if isinstance(value, tuple) and len(value) == 2:
             value = value[0]
@@ -492,7 +513,7 @@ def check_masked_attention(fn, seed=None):
             return _incorrect(
                 "wrong_shape",
                 f"For q {q.shape}, k {k.shape}, v {v.shape} your function returned {desc}; "
-                f"the output should have shape {expected.shape} (n, d_v).",
+                f"the output should have shape {expected.shape} (B, n, d_v).",
             )
         if _close(got, expected, CODE_TOL, CODE_TOL):
             continue
@@ -503,43 +524,57 @@ def check_masked_attention(fn, seed=None):
         ):
             return _incorrect(
                 "nan_for_masked_row",
-                "A query row with no allowed key gives NaN (the softmax of a row of -inf is 0 / 0); "
-                "this collection expects an all-zero output row there: there is nothing to attend "
-                "to. Guard the row maximum and the division for such rows.",
+                f"With {where}, a query row with nothing to attend to (a padding query, or any "
+                "query of a sequence of length 0) gives NaN: the softmax of a row of -inf is 0 / 0. "
+                "This collection expects an all-zero output row there.",
             )
         if not np.all(finite_rows[~empty]) or (call.warned and not np.all(finite_rows)):
-            return _overflow(call, "masked_attention", f" with {where}")
+            return _overflow(call, "padded_attention", f" with {where}")
         dtype = _low_precision(value)
         if dtype is not None:
-            ok, message = _precision_verdict(dtype, got, expected, "masked_attention")
+            ok, message = _precision_verdict(dtype, got, expected, "padded_attention")
             if ok:
                 note = message
                 continue
             if message:
                 return _incorrect("precision", message)
+        valid = _valid(lengths, n)
         mistakes = [
             ("mask_ignored", lambda: sdpa(q, k, v)[0],
-             "Your output does not depend on the mask: blocked keys must get weight 0."),
+             "Your output does not depend on the lengths: the padding keys must get weight 0."),
             ("mask_inverted", lambda: sdpa(q, k, v, ~mask)[0],
-             "Your mask works the wrong way round: here True means 'may attend', so block the "
-             "keys where the mask is False."),
+             "Your mask works the wrong way round: the padding gets the weight and the real tokens "
+             "none."),
+            ("padded_queries_not_zero", lambda: sdpa(q, k, v, valid[:, None, :])[0],
+             f"With {where}, the real tokens are right, but the padding positions (at and after a "
+             "sequence's length) have outputs that are not zero. A padding query asks nothing: "
+             "its output row should be all zeros."),
+            ("padded_keys_attended", lambda: sdpa(q, k, v, valid[:, :, None])[0],
+             "Your padding queries give zeros, but the real queries still give weight to the "
+             "padding keys: a real token attends only to the real tokens of its sequence."),
+            ("length_off_by_one", lambda: sdpa(q, k, v, _pair_mask(np.asarray(lengths) + 1, n))[0],
+             "Your mask lets one position too many through: a sequence of length L has its real "
+             "tokens at positions 0 to L - 1."),
+            ("length_off_by_one", lambda: sdpa(q, k, v, _pair_mask(np.maximum(np.asarray(lengths) - 1, 0), n))[0],
+             "Your mask blocks one real position: a sequence of length L has its real tokens at "
+             "positions 0 to L - 1."),
             ("masked_with_zero", lambda: _masked_with(q, k, v, mask, 0.0),
              "You set the blocked scores to 0, but exp(0) = 1: a blocked key still gets as much "
-             "weight as an allowed key with score 0. Set them to -inf, so that exp gives exactly 0."),
+             "weight as an allowed key with score 0. A blocked key must get weight exactly 0."),
             ("mask_after_softmax", lambda: _mask_after_softmax(q, k, v, mask, False),
              "You applied the mask after the softmax: the weights left in each row no longer sum "
-             "to 1. Mask the scores before the softmax (set the blocked ones to -inf)."),
+             "to 1. The blocked keys must take no part in the softmax."),
             ("mask_after_softmax", lambda: _mask_after_softmax(q, k, v, mask, True),
              "You masked the weights after the softmax and renormalised. That works while the scores "
              "are small, but here a blocked key with a large score takes nearly all of a row's "
-             "weight before the mask removes it, and what is left underflows. Mask the scores "
-             "before the softmax (set the blocked ones to -inf)."),
+             "weight before the mask removes it, and what is left underflows. The blocked keys must "
+             "take no part in the softmax."),
             ("unscaled", lambda: sdpa(q, k, v, mask, scale=1.0)[0],
              "The masking is right, but you forgot to divide the scores by sqrt(d_k)."),
             ("divided_by_d_k", lambda: sdpa(q, k, v, mask, scale=1.0 / q.shape[-1])[0],
              "The masking is right, but you divided the scores by d_k; divide them by sqrt(d_k)."),
             ("softmax_whole_matrix", lambda: _whole_matrix_masked(q, k, v, mask),
-             "Your softmax normalised all the allowed scores of the matrix together; normalise each "
+             "Your softmax normalised all the allowed scores of a sequence together; normalise each "
              "query's row on its own (axis=-1)."),
         ]
         for name, thunk, message in mistakes:
@@ -550,24 +585,24 @@ def check_masked_attention(fn, seed=None):
                 return _incorrect(name, message)
         if empty.any():
             rest_ok = _close(got[~empty], expected[~empty], CODE_TOL, CODE_TOL)
-            mean_v = np.broadcast_to(v.mean(axis=0), got[empty].shape)
+            mean_v = np.broadcast_to(v.mean(axis=-2, keepdims=True), got.shape)[empty]
             if rest_ok and _close(got[empty], mean_v, CODE_TOL, CODE_TOL):
                 return _incorrect(
                     "masked_row_not_zero",
-                    "A query row with no allowed key gives the mean of the values: that is what "
-                    "a large negative number such as -1e9 instead of -inf does, since every "
+                    "A query row with nothing to attend to gives the mean of the values: that is "
+                    "what a large negative number such as -1e9 instead of -inf does, since every "
                     "blocked key then gets the same weight. This collection expects an all-zero "
-                    "row there: there is nothing to attend to.",
+                    "row there.",
                 )
         return _incorrect(
             "wrong_values",
             f"Your output with {where} is not right, and not one of the mistakes this check "
-            "knows. Print your weights for a small case and check that each row sums to 1 "
-            "over the allowed keys.",
+            "knows. Print your weights for a small batch and check that each real query's row sums "
+            "to 1 over the real keys.",
         )
     return _correct(
-        "Right: padding and causal masks work, scores of 1e4 do not overflow, and a row with "
-        "nothing to attend to gives zeros." + note
+        "Right: real tokens attend to the real tokens of their sequence, padding gives zeros, scores "
+        "of 1e4 do not overflow, and a sequence of length 0 gives zeros." + note
     )
 
 
