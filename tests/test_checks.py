@@ -1129,15 +1129,16 @@ def test_variance_d100_not_yet():
 # The definition page: shapes
 # ---------------------------------------------------------------------------
 
-N5, M5, DK5, DV5 = 3, 5, 4, 6
+N5, M5, DK5, DV5 = 4, 6, 8, 5
+B5, H5 = 3, 2  # queries (h, n, d_k) shared by the batch; keys, values (B, 1, m, d) shared by the heads
 
 
-LEAD5 = (2, 4)  # a batch of 2 sequences, 4 heads
-
-
-def shapes_of(n, m, d_k, d_v, lead=LEAD5):
+def shapes_of(n, m, d_k, d_v, broadcast=True):
     rng = np.random.default_rng(5)
-    q, k, v = (rng.normal(size=lead + shape) for shape in ((n, d_k), (m, d_k), (m, d_v)))
+    if broadcast:
+        q, k, v = (rng.normal(size=shape) for shape in ((H5, n, d_k), (B5, 1, m, d_k), (B5, 1, m, d_v)))
+    else:
+        q, k, v = (rng.normal(size=shape) for shape in ((n, d_k), (m, d_k), (m, d_v)))
     s = q @ np.swapaxes(k, -1, -2)
     w = softmax(s)
     return s.shape, w.shape, (w @ v).shape
@@ -1146,48 +1147,50 @@ def shapes_of(n, m, d_k, d_v, lead=LEAD5):
 RIGHT_SHAPES = shapes_of(N5, M5, DK5, DV5)
 
 
-def L(*shape):  # noqa: N802 - a shape with the batch and head axes in front
-    return LEAD5 + shape
+def L(*shape):  # noqa: N802 - a shape with the broadcast batch and head axes in front
+    return (B5, H5) + shape
 
 
 def test_shapes_right():
-    assert RIGHT_SHAPES == ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))
+    assert RIGHT_SHAPES == ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))
     assert_correct(check_definition_shapes(*RIGHT_SHAPES))
-    assert_correct(check_definition_shapes([2, 4, 3, 5], np.array([2, 4, 3, 5]), (2, 4, 3, 6)))
-    assert_correct(check_definition_shapes(L(3, 5), (2.0, 4.0, 3.0, 5.0), [2, 4, np.int64(3), 6]))
-    for text in ("2x4x3x5", "(2, 4, 3, 5)", "2 x 4 x 3 x 5"):
+    assert_correct(check_definition_shapes([3, 2, 4, 6], np.array([3, 2, 4, 6]), (3, 2, 4, 5)))
+    assert_correct(check_definition_shapes(L(4, 6), (3.0, 2.0, 4.0, 6.0), [3, 2, np.int64(4), 5]))
+    for text in ("3x2x4x6", "(3, 2, 4, 6)", "3 x 2 x 4 x 6"):
         r = check_definition_shapes(text)
         assert_mistake(r, "not_a_shape")
         assert repr(text) in r.message and "without quotes" in r.message
 
 
 def test_shapes_of_notebook_05_are_refused():
-    # Notebook 05 works out n = 3, m = 5, d_v = 6 for one sequence and one head.
-    assert_mistake(check_definition_shapes((3, 5), (3, 5), (3, 6)), "no_leading_axes")
-    assert_mistake(check_definition_shapes(*shapes_of(N5, M5, DK5, DV5, lead=())), "no_leading_axes")
+    # Notebook 05 works out arrays without leading axes, and arrays that all carry the same ones.
+    assert_mistake(check_definition_shapes(*shapes_of(N5, M5, DK5, DV5, broadcast=False)), "no_leading_axes")
+    assert_mistake(check_definition_shapes((3, 1, 4, 6), L(4, 6), L(4, 5)), "kept_length_one_axis")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
         (shapes_of(M5, N5, DK5, DV5), "n_m_swapped"),
-        ((L(3, 5), L(3, 5), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
-        ((shapes_of(N5, N5, DK5, DV5)[0], L(3, 5), L(3, 6)), "assumed_square"),
-        ((L(5, 5), L(3, 5), L(3, 6)), "assumed_square"),
-        ((L(3, DK5), L(3, 5), L(3, 6)), "used_d_k"),
-        ((L(3, 5), L(5, 3), L(3, 6)), "n_m_swapped"),
-        ((L(3, 5), L(3, 5), L(DV5, N5)), "transposed"),
-        ((L(3, 5), L(3, 5), L(3, 5)), "out_is_weights"),
-        ((L(3, 5), L(3, 5), L(5, 6)), "n_m_swapped"),
-        ((L(3, 5), L(3, 5), (3, 6)), "no_leading_axes"),
-        (((4, 2, 3, 5), L(3, 5), L(3, 6)), "leading_axes_swapped"),
-        ((L(3, 5), L(3, 5), (3,)), "wrong_shape"),
-        (((3, 5, 1), L(3, 5), L(3, 6)), "wrong_shape"),
-        ((("three", "five"), L(3, 5), L(3, 6)), "not_a_shape"),
-        (("3 by 5", L(3, 5), L(3, 6)), "not_a_shape"),
-        (((3, -5), L(3, 5), L(3, 6)), "not_a_shape"),
-        (((3, 5.5), L(3, 5), L(3, 6)), "not_a_shape"),
-        ((True, L(3, 5), L(3, 6)), "not_a_shape"),
+        ((L(4, 6), L(4, 6), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
+        ((shapes_of(N5, N5, DK5, DV5)[0], L(4, 6), L(4, 5)), "assumed_square"),
+        ((L(6, 6), L(4, 6), L(4, 5)), "assumed_square"),
+        ((L(4, DK5), L(4, 6), L(4, 5)), "used_d_k"),
+        ((L(4, 6), L(6, 4), L(4, 5)), "n_m_swapped"),
+        ((L(4, 6), L(4, 6), L(DV5, N5)), "transposed"),
+        ((L(4, 6), L(4, 6), L(4, 6)), "out_is_weights"),
+        ((L(4, 6), L(4, 6), L(6, 5)), "n_m_swapped"),
+        ((L(4, 6), L(4, 6), (4, 5)), "no_leading_axes"),
+        (((2, 3, 4, 6), L(4, 6), L(4, 5)), "leading_axes_swapped"),
+        ((L(4, 6), L(4, 6), (3, 1, 4, 5)), "kept_length_one_axis"),
+        (((2, 4, 6), L(4, 6), L(4, 5)), "no_batch_axis"),
+        ((L(4, 6), L(4, 6), (4,)), "wrong_shape"),
+        (((4, 6, 1), L(4, 6), L(4, 5)), "wrong_shape"),
+        ((("four", "six"), L(4, 6), L(4, 5)), "not_a_shape"),
+        (("4 by 6", L(4, 6), L(4, 5)), "not_a_shape"),
+        (((4, -6), L(4, 6), L(4, 5)), "not_a_shape"),
+        (((4, 6.5), L(4, 6), L(4, 5)), "not_a_shape"),
+        ((True, L(4, 6), L(4, 5)), "not_a_shape"),
     ],
 )
 def test_shapes_mistakes(answer, name):
@@ -1208,7 +1211,7 @@ def test_number_verdict_skips_a_mistake_within_tolerance_of_the_answer():
 def test_shapes_partial_and_not_yet():
     assert check_definition_shapes(None).status == "not yet"
     assert check_definition_shapes((), [], "").status == "not yet"
-    r = check_definition_shapes((2, 4, 3, 5))
+    r = check_definition_shapes((3, 2, 4, 6))
     assert r.status == "not yet" and "the weights" in r.message and "the output" in r.message
 
 
@@ -1268,7 +1271,7 @@ ANSWER_CHECKS = [
     lambda a: check_journey_variance_d100(100, a),
     check_definition_shapes,
     lambda a: check_definition_shapes(a, a, a),
-    lambda a: check_definition_shapes((2, 4, 3, 5), (2, 4, 3, 5), a),
+    lambda a: check_definition_shapes((3, 2, 4, 6), (3, 2, 4, 6), a),
 ]
 
 

@@ -494,15 +494,17 @@ def _visible_e5():
 
 
 E5_WRONG = [
-    (lambda a: check_definition_shapes(*a), ((2, 4, 5, 3), (2, 4, 5, 3), (2, 4, 5, 6)), "n_m_swapped"),
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 4)), "d_k_d_v_swapped"),
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 3), (2, 4, 3, 5), (2, 4, 3, 6)), "assumed_square"),
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 4), (2, 4, 3, 5), (2, 4, 3, 6)), "used_d_k"),
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 6, 3)), "transposed"),
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 5)), "out_is_weights"),
-    (lambda a: check_definition_shapes(*a), ("2x4x3x5", (2, 4, 3, 5), (2, 4, 3, 6)), "not_a_shape"),
-    (lambda a: check_definition_shapes(*a), ((3, 5), (3, 5), (3, 6)), "no_leading_axes"),  # notebook 05's case
-    (lambda a: check_definition_shapes(*a), ((4, 2, 3, 5), (4, 2, 3, 5), (4, 2, 3, 6)), "leading_axes_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 6, 4), (3, 2, 6, 4), (3, 2, 6, 5)), "n_m_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 8)), "d_k_d_v_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 4), (3, 2, 4, 6), (3, 2, 4, 5)), "assumed_square"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 8), (3, 2, 4, 6), (3, 2, 4, 5)), "used_d_k"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 5, 4)), "transposed"),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 6)), "out_is_weights"),
+    (lambda a: check_definition_shapes(*a), ("3x2x4x6", (3, 2, 4, 6), (3, 2, 4, 5)), "not_a_shape"),
+    (lambda a: check_definition_shapes(*a), ((4, 6), (4, 6), (4, 5)), "no_leading_axes"),  # notebook 05's way
+    (lambda a: check_definition_shapes(*a), ((2, 3, 4, 6), (2, 3, 4, 6), (2, 3, 4, 5)), "leading_axes_swapped"),
+    (lambda a: check_definition_shapes(*a), ((3, 1, 4, 6), (3, 1, 4, 6), (3, 1, 4, 5)), "kept_length_one_axis"),
+    (lambda a: check_definition_shapes(*a), ((2, 4, 6), (2, 4, 6), (2, 4, 5)), "no_batch_axis"),
     (check_stable_softmax, lambda x: helpers.attention.softmax(x), "reaches_library"),
     (check_stable_softmax, imported_softmax, "reaches_library"),
     (check_stable_softmax, COPIED_SOFTMAX, "reaches_library"),
@@ -570,8 +572,8 @@ E5_WRONG = [
 ]
 
 E5_RIGHT = [
-    (lambda a: check_definition_shapes(*a), ((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))),
-    (lambda a: check_definition_shapes(*a), ([2, 4, 3, 5], np.array([2, 4, 3, 5]), (2.0, 4.0, 3.0, 6.0))),
+    (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))),
+    (lambda a: check_definition_shapes(*a), ([3, 2, 4, 6], np.array([3, 2, 4, 6]), (3.0, 2.0, 4.0, 5.0))),
     (check_stable_softmax, sm_where),
     (check_stable_softmax, sm_where_builtin),
     (check_stable_softmax, sm_where_loops),
@@ -920,8 +922,9 @@ def test_lessons_suffice_e4_exercise_4():
 
 
 def test_lessons_suffice_e5_exercise_1():
-    # Lesson 05's shapes (n, m) and (n, d_v); its implementation keeps leading axes (..., n, d).
-    assert check_definition_shapes((2, 4, 3, 5), (2, 4, 3, 5), (2, 4, 3, 6))
+    # Lesson 05's shapes (n, m) and (n, d_v), with leading axes (..., n, d); its padding mask
+    # (B, 1, m), whose axis of length 1 broadcasts.
+    assert check_definition_shapes((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))
 
 
 def test_lessons_suffice_e5_exercise_2():

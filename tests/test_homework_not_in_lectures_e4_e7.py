@@ -254,7 +254,8 @@ def _softmax_first_case():
 
 
 def _masked_first_case():
-    _, q, k, v, mask = e5_definition._masked_cases()[0]
+    _, q, k, v, lengths = e5_definition._masked_cases()[0]
+    mask = e5_definition._pair_mask(lengths, q.shape[-2])
     return attention.scaled_dot_product_attention(q, k, v, mask)[0].ravel()
 
 

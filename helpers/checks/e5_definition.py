@@ -610,9 +610,10 @@ def check_masked_attention(fn, seed=None):
 # The definition page: shapes with n queries and m keys
 # ---------------------------------------------------------------------------
 
-SHAPES_CASE = {"batch": 2, "heads": 4, "n": 3, "m": 5, "d_k": 4, "d_v": 6}
-"""The sizes of the shapes exercise: a batch of 2 sequences, 4 heads, n queries, m keys, key
-width d_k, value width d_v (notebook 05 works out the case without the batch and head axes)."""
+SHAPES_CASE = {"batch": 3, "heads": 2, "n": 4, "m": 6, "d_k": 8, "d_v": 5}
+"""The sizes of the shapes exercise: queries (heads, n, d_k) shared by a batch of sentences,
+keys (batch, 1, m, d_k) and values (batch, 1, m, d_v) shared by the heads. Notebook 05 works
+out arrays that all carry the same leading axes; here they meet by broadcasting."""
 
 
 def _as_shape(answer):
@@ -667,11 +668,13 @@ def _shape_verdict(answer, *, what, expected, mistakes):
 
 @_never_raise
 def check_definition_shapes(scores, weights=None, out=None):
-    """Check the shapes of batched multi-head attention: B = 2, h = 4, n = 3, m = 5, d_k = 4, d_v = 6.
+    """Check the shapes of attention whose leading axes broadcast: B = 3, h = 2, n = 4, m = 6.
 
-    Q is (B, h, n, d_k), K is (B, h, m, d_k) and V is (B, h, m, d_v), as the page's
-    implementation allows (``(..., n, d_k)``); notebook 05 works out the case
-    without the two leading axes.
+    Q is (h, n, d_k) = (2, 4, 8), the same queries for every sentence; K is
+    (B, 1, m, d_k) = (3, 1, 6, 8) and V (B, 1, m, d_v) = (3, 1, 6, 5), one set of
+    keys and values per sentence shared by the heads. The page's implementation
+    takes ``(..., n, d_k)`` arrays, and NumPy broadcasts the leading axes; notebook
+    05 works out arrays that all carry the same leading axes.
 
     The expected shapes are computed by running
     :func:`helpers.attention.scaled_dot_product_attention` on arrays of those
@@ -686,17 +689,21 @@ def check_definition_shapes(scores, weights=None, out=None):
     -------
     CheckResult
         Mistakes recognised: ``no_leading_axes`` (the shape for one sequence
-        and one head), ``leading_axes_swapped``, ``n_m_swapped`` (queries and keys exchanged, which
+        and one head), ``leading_axes_swapped``, ``kept_length_one_axis`` (the
+        keys' axis of length 1 kept), ``no_batch_axis`` (the queries' leading
+        axes only), ``n_m_swapped`` (queries and keys exchanged, which
         is also the transposed score matrix), ``d_k_d_v_swapped``,
         ``assumed_square`` (as in self-attention), ``used_d_k``, ``transposed``,
         ``out_is_weights``, ``not_a_shape``, ``wrong_shape``. Missing parts give
         "not yet" once the given ones are right.
     """
     n, m, d_k, d_v = (SHAPES_CASE[key] for key in ("n", "m", "d_k", "d_v"))
-    lead = (SHAPES_CASE["batch"], SHAPES_CASE["heads"])
+    batch, heads = SHAPES_CASE["batch"], SHAPES_CASE["heads"]
+    lead = (batch, heads)
 
     def run(n_q, n_k, width_k, width_v):
-        q, k, v = (np.zeros(lead + shape) for shape in ((n_q, width_k), (n_k, width_k), (n_k, width_v)))
+        q = np.zeros((heads, n_q, width_k))              # the same queries for every sentence
+        k, v = np.zeros((batch, 1, n_k, width_k)), np.zeros((batch, 1, n_k, width_v))  # shared by heads
         out_, weights_ = attention.scaled_dot_product_attention(q, k, v)
         return attention.attention_scores(q, k).shape, weights_.shape, out_.shape
 
@@ -711,7 +718,11 @@ def check_definition_shapes(scores, weights=None, out=None):
              f"one head. The batch ({lead[0]}) and head ({lead[1]}) axes are not touched by the "
              "attention: they stay in front."),
             ("leading_axes_swapped", lead[::-1] + right[index][2:], f"The batch axis ({lead[0]}) comes "
-             f"before the head axis ({lead[1]}), as in the inputs."),
+             f"before the head axis ({lead[1]}): line the leading axes up from the right, as NumPy does."),
+            ("kept_length_one_axis", (batch, 1) + right[index][2:], "An axis of length 1 broadcasts: "
+             f"it takes the length of the other array's axis, here the {heads} heads of the queries."),
+            ("no_batch_axis", (heads,) + right[index][2:], f"That is the shape for one sentence: the "
+             f"keys bring a batch axis of {batch} sentences, and it stays in the result."),
         ]
 
     def grid_mistakes(index, what):
@@ -742,7 +753,7 @@ def check_definition_shapes(scores, weights=None, out=None):
     ]
     return _parts(
         parts,
-        done=f"Right: scores and weights are (B, h, n, m) = {right[0]}, the output is (B, h, n, d_v) = "
-        f"{right[2]}.",
+        done=f"Right: the leading axes broadcast to (B, h) = {lead}; scores and weights are {right[0]}, "
+        f"the output is {right[2]}.",
         empty="No answer yet: the shapes of the scores, the weights and the output.",
     )
