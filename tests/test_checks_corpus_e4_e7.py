@@ -670,26 +670,77 @@ def backward_loops(q, k, v, d_out):
     return c * d_s @ k, c * d_s.T @ q, p.T @ d_out
 
 
+def lifted(qkv_grads, path="all", transpose=True, dw_side="left"):
+    """E6 exercise 1 from a backward pass ``qkv_grads(q, k, v, d_out)`` of attention: the
+    gradients of x and of the projections (``path``, ``transpose``, ``dw_side``: wrong answers)."""
+
+    def fn(x, w_q, w_k, w_v, d_out):
+        d_q, d_k, d_v = qkv_grads(x @ w_q, x @ w_k, x @ w_v, d_out)
+        back = [(d_q, w_q), (d_k, w_k), (d_v, w_v)]
+        routes = {"all": back, "no_q": back[1:], "no_k": [back[0], back[2]], "no_v": back[:2],
+                  "q_only": back[:1]}[path]
+        d_x = sum(g @ (w.T if transpose else w) for g, w in routes)
+        d_ws = [x.T @ g if dw_side == "left" else g.T @ x for g in (d_q, d_k, d_v)]
+        return (d_x, *d_ws)
+
+    return fn
+
+
+def self_backward_loops(x, w_q, w_k, w_v, d_out):
+    """dX token by token: each token's gradient collects what it sent as query, key and value."""
+    d_q, d_k, d_v = backward_loops(x @ w_q, x @ w_k, x @ w_v, d_out)
+    d_x = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        d_x[i] = w_q @ d_q[i] + w_k @ d_k[i] + w_v @ d_v[i]
+    return d_x, np.einsum("nd,ne->de", x, d_q), np.einsum("nd,ne->de", x, d_k), np.einsum("nd,ne->de", x, d_v)
+
+
+def backward_from_weights_10(P, Q, K, V, dO):  # noqa: N803 - notebook 10's function, verbatim
+    scale = 1 / np.sqrt(Q.shape[-1])
+    dV = np.swapaxes(P, -1, -2) @ dO  # noqa: N806
+    dP = dO @ np.swapaxes(V, -1, -2)  # noqa: N806
+    dS = P * (dP - np.sum(P * dP, axis=-1, keepdims=True))  # noqa: N806
+    dQ = scale * dS @ K  # noqa: N806
+    dK = scale * np.swapaxes(dS, -1, -2) @ Q  # noqa: N806
+    return dQ, dK, dV
+
+
+def _visible_self_e6():
+    return [args for _, *args in e6_backward._self_cases()]
+
+
 def _visible_e6(masked):
     return [(q, k, v, d) + ((m,) if masked else ()) for _, q, k, v, d, m in e6_backward._backward_cases(masked)]
 
 
 E6_WRONG = [
-    (check_attention_backward, lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d), "reaches_library"),
-    (check_attention_backward, lambda q, k, v, d: COPIED_BACKWARD(q, k, v, d), "reaches_library"),
-    (check_attention_backward, in_a_thread(lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d)),
+    (check_attention_backward, lambda x, wq, wk, wv, d: helpers.attention.attention_backward(x @ wq, x @ wk, x @ wv, d),
      "reaches_library"),
-    (check_attention_backward, backward_from(lambda q, k, m=None: imported_softmax(q @ k.T / math.sqrt(q.shape[-1]))),
+    (check_attention_backward, lifted(lambda q, k, v, d: COPIED_BACKWARD(q, k, v, d)), "reaches_library"),
+    (check_attention_backward, in_a_thread(lifted(lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d))),
      "reaches_library"),
-    (check_attention_backward, lookup_table(_visible_e6(False), backward_from(w_stable)), None),
-    (check_attention_backward, lambda q, k, v, d: e6_backward._backward_variants(q, k, v, d)["right"],
+    (check_attention_backward, lifted(backward_from(lambda q, k, m=None: imported_softmax(q @ k.T / math.sqrt(q.shape[-1])))),
      "reaches_library"),
-    (check_attention_backward, lambda q, k, v, d: backward_from(w_naive)(q, k, v, d), "overflow"),
-    (check_attention_backward, lambda q, k, v, d: backward_from(w_stable)(q, k, v, d)[:2], "wrong_shape"),
-    (check_attention_backward, lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d)),
-     "wrong_values"),
+    (check_attention_backward, lookup_table(_visible_self_e6(), lifted(backward_from(w_stable))), None),
+    (check_attention_backward, lambda x, wq, wk, wv, d: e6_backward._self_variants(x, wq, wk, wv, d)["right"],
+     "reaches_library"),
+    (check_attention_backward, lifted(backward_from(w_naive)), "overflow"),
+    (check_attention_backward, lambda *a: lifted(backward_from(w_stable))(*a)[:3], "returned_qkv_gradients"),
+    (check_attention_backward, lambda *a: lifted(backward_from(w_stable))(*a)[:2], "wrong_shape"),
+    (check_attention_backward, lambda *a: tuple(g * 2 for g in lifted(backward_from(w_stable))(*a)), "wrong_values"),
+    # notebook 10's backward_from_weights, verbatim, and with its three results as the answer
+    (check_attention_backward, backward_from_weights_10, "returned_qkv_gradients"),
+    (check_attention_backward, lambda x, wq, wk, wv, d: backward_from_weights_10(
+        own_softmax((x @ wq) @ (x @ wk).T / np.sqrt(wq.shape[1])), x @ wq, x @ wk, x @ wv, d),
+     "returned_qkv_gradients"),
+    (check_attention_backward, lifted(backward_from(w_stable), path="no_q"), "missing_path_q"),
+    (check_attention_backward, lifted(backward_from(w_stable), path="no_k"), "missing_path_k"),
+    (check_attention_backward, lifted(backward_from(w_stable), path="no_v"), "missing_path_v"),
+    (check_attention_backward, lifted(backward_from(w_stable), path="q_only"), "only_one_path"),
+    (check_attention_backward, lifted(backward_from(w_stable), transpose=False), "projection_not_transposed"),
+    (check_attention_backward, lifted(backward_from(w_stable), dw_side="right"), "d_w_transposed"),
 ] + [
-    (check_attention_backward, (lambda kind: lambda q, k, v, d: backward_from(w_stable, kind)(q, k, v, d))(kind), kind)
+    (check_attention_backward, (lambda kind: lifted(backward_from(w_stable, kind)))(kind), kind)
     for kind in ("missing_jacobian_term", "missing_scale", "scale_squared", "d_v_not_transposed",
                  "d_k_not_transposed", "d_q_d_k_swapped")
 ] + [
@@ -712,10 +763,12 @@ E6_WRONG = [
 ]
 
 E6_RIGHT = [
-    (check_attention_backward, lambda q, k, v, d: backward_from(w_stable)(q, k, v, d)),
-    (check_attention_backward, backward_einsum),
-    (check_attention_backward, backward_loops),
-    (check_attention_backward, lambda q, k, v, d: [g.astype(np.float32) for g in backward_from(w_stable)(q, k, v, d)]),
+    (check_attention_backward, lifted(backward_from(w_stable))),
+    (check_attention_backward, lifted(backward_einsum)),
+    (check_attention_backward, self_backward_loops),
+    (check_attention_backward, lifted(lambda q, k, v, d: backward_from_weights_10(own_softmax(q @ k.T / np.sqrt(q.shape[-1])),
+                                                                              q, k, v, d))),
+    (check_attention_backward, lambda *a: [g.astype(np.float32) for g in lifted(backward_from(w_stable))(*a)]),
     (check_masked_backward, backward_from(w_stable)),
     (check_masked_backward, backward_from(w_stable, keep=True)),
     (check_masked_backward, lambda q, k, v, d, m: tuple(g.astype(np.float32) for g in backward_from(w_stable)(
@@ -851,7 +904,7 @@ def test_no_catch_all_message_gives_the_recipe():
         check_stable_softmax(lambda x: own_softmax(x)[..., ::-1]),
         check_stable_softmax(lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2)),
         check_masked_attention(lambda q, k, v, n: padded_batched(q, k, v, n) * 2),
-        check_attention_backward(lambda q, k, v, d: tuple(g * 2 for g in backward_from(w_stable)(q, k, v, d))),
+        check_attention_backward(lambda *a: tuple(g * 2 for g in lifted(backward_from(w_stable))(*a))),
         check_online_softmax_merge(lambda m_a, l_a, o_a, m_b, l_b, o_b: (np.maximum(m_a, m_b), l_a, o_a)),
     ]
     for r in catch_alls:
@@ -960,7 +1013,13 @@ def test_lessons_suffice_e6_exercise_1():
         d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
         return d_s @ k / np.sqrt(q.shape[-1]), d_s.T @ q / np.sqrt(q.shape[-1]), d_v
 
-    assert check_attention_backward(attention_backward)
+    # Lesson 09: dW = X^T dQ for a projection; the chain rule: x feeds three routes, which add.
+    def self_attention_backward(x, w_q, w_k, w_v, d_out):
+        d_q, d_k, d_v = attention_backward(x @ w_q, x @ w_k, x @ w_v, d_out)
+        d_x = d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T
+        return d_x, x.T @ d_q, x.T @ d_k, x.T @ d_v
+
+    assert check_attention_backward(self_attention_backward)
 
 
 def test_lessons_suffice_e6_exercise_2():

@@ -149,7 +149,8 @@ def test_guard_catches_a_wrapped_kernel_in_every_function_check():
         (checks.check_masked_attention, lambda q, k, v, lengths: sdpa(q, k, v)[0]),
         (checks.check_self_attention,
          lambda x, wq, wk, wv: helpers.attention.scaled_dot_product_attention(x @ wq, x @ wk, x @ wv)[0]),
-        (checks.check_attention_backward, lambda q, k, v, d: helpers.attention.attention_backward(q, k, v, d)),
+        (checks.check_attention_backward,
+         lambda x, wq, wk, wv, d: helpers.attention.attention_backward(x @ wq, x @ wk, x @ wv, d)),
         (checks.check_masked_backward,
          lambda q, k, v, d, m: helpers.attention.attention_backward(q, k, v, d, m)),
     ]
@@ -202,7 +203,11 @@ BACKWARD_KINDS = ["correct", "missing_jacobian_term", "missing_scale", "scale_sq
 @pytest.mark.parametrize("kind", BACKWARD_KINDS)
 def test_backward_each_mistake_named(kind):
     fn = _backward(kind)
-    r = checks.check_attention_backward(lambda q, k, v, d: fn(q, k, v, d))
+    def lifted(x, w_q, w_k, w_v, d):  # E6 exercise 1 asks for the gradients of x and the projections
+        d_q, d_k, d_v = fn(x @ w_q, x @ w_k, x @ w_v, d)
+        return d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T, x.T @ d_q, x.T @ d_k, x.T @ d_v
+
+    r = checks.check_attention_backward(lifted)
     assert (r.status == "correct") if kind == "correct" else (r.mistake == kind), r
     r = checks.check_masked_backward(fn)
     assert (r.status == "correct") if kind == "correct" else (r.mistake == kind), r

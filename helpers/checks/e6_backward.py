@@ -318,22 +318,131 @@ def _check_backward(fn, what, masked, seed=None):
     return note
 
 
+# ---------------------------------------------------------------------------
+# E6 exercise 1: the backward pass of self-attention, through the projections
+# ---------------------------------------------------------------------------
+
+
+def _self_cases(seed=None):
+    """Random ``(label, x, w_q, w_k, w_v, d_out)`` probes of self-attention with projections.
+
+    A square case (n = d_in = d_k = d_v), where a missing transpose keeps its shape; cases
+    with d_k != d_v and d_in != d_k; a single token; scores of about 1e4 and input rows of very
+    different sizes (compared with the analytic gradients); one case drawn anew at each run.
+    """
+    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 11)
+    cases = []
+    for label, n, d_in, d_k, d_v, spread in (("small", 4, 4, 4, 4, 1.0), ("small", 5, 3, 4, 2, 1.0),
+                                             ("small", 1, 3, 2, 2, 1.0), ("small", 6, 5, 3, 4, 1.0),
+                                             ("large", 4, 3, 4, 2, 60.0),
+                                             ("large", 4, 3, 2, 3, np.array([[1.0], [10.0], [30.0], [60.0]]))):
+        x = rng.normal(size=(n, d_in)) * spread
+        w_q, w_k = rng.normal(size=(d_in, d_k)), rng.normal(size=(d_in, d_k))
+        w_v, d_out = rng.normal(size=(d_in, d_v)), rng.normal(size=(n, d_v))
+        cases.append((label, x, w_q, w_k, w_v, d_out))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    x, w_q, w_k, w_v, d_out = (fresh.normal(size=shape) for shape in ((3, 4), (4, 2), (4, 2), (4, 3), (3, 3)))
+    cases.append(("small", x, w_q, w_k, w_v, d_out))
+    return cases
+
+
+def _self_finite_differences(x, w_q, w_k, w_v, d_out, h=1e-6):
+    """dL/dx, dL/dW_q, dL/dW_k, dL/dW_v of L = sum(out * d_out) by central differences."""
+    arrays = [x, w_q, w_k, w_v]
+
+    def loss(xx, wq, wk, wv):
+        return np.sum(_forward(xx @ wq, xx @ wk, xx @ wv)[0] * d_out)
+
+    grads = []
+    for idx, a in enumerate(arrays):
+        g = np.zeros_like(a)
+        for pos in np.ndindex(a.shape):
+            plus = [y.copy() for y in arrays]
+            minus = [y.copy() for y in arrays]
+            plus[idx][pos] += h
+            minus[idx][pos] -= h
+            g[pos] = (loss(*plus) - loss(*minus)) / (2 * h)
+        grads.append(g)
+    return tuple(grads)
+
+
+def _lift(x, w_q, w_k, w_v, d_q, d_k, d_v):
+    """The gradients of x and the three projections from those of q, k and v."""
+    d_x = d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T      # x feeds q, k and v: three paths add
+    return d_x, x.T @ d_q, x.T @ d_k, x.T @ d_v
+
+
+def _self_variants(x, w_q, w_k, w_v, d_out):
+    """The right gradients (analytic) and those of each recognised mistake, as {name: 4-tuple}."""
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    inner = _backward_variants(q, k, v, d_out)
+    variants = {name: _lift(x, w_q, w_k, w_v, *g) for name, g in inner.items()}
+    d_q, d_k, d_v = inner["right"]
+    right = variants["right"]
+    thunks = {
+        "missing_path_q": lambda: (d_k @ w_k.T + d_v @ w_v.T,) + right[1:],
+        "missing_path_k": lambda: (d_q @ w_q.T + d_v @ w_v.T,) + right[1:],
+        "missing_path_v": lambda: (d_q @ w_q.T + d_k @ w_k.T,) + right[1:],
+        "only_one_path": lambda: (d_q @ w_q.T,) + right[1:],
+        "projection_not_transposed": lambda: (d_q @ w_q + d_k @ w_k + d_v @ w_v,) + right[1:],
+        "d_w_transposed": lambda: (right[0], d_q.T @ x, d_k.T @ x, d_v.T @ x),
+    }
+    for name, thunk in thunks.items():
+        try:
+            variants[name] = thunk()
+        except ValueError:  # a transpose mistake that cannot be computed for these shapes
+            pass
+    return variants
+
+
+_SELF_MESSAGES = {
+    "missing_path_q": "Your dX leaves out the path through the queries: x reaches the loss through "
+                      "Q = X W_q as well as through the keys and the values.",
+    "missing_path_k": "Your dX leaves out the path through the keys: x reaches the loss through "
+                      "K = X W_k as well as through the queries and the values.",
+    "missing_path_v": "Your dX leaves out the path through the values: x reaches the loss through "
+                      "V = X W_v as well as through the queries and the keys.",
+    "only_one_path": "Your dX follows only the path through the queries; x also reaches the loss "
+                     "through the keys and the values.",
+    "projection_not_transposed": "Your dX multiplies by the projection matrices themselves; going back "
+                                 "through Q = X W_q maps a gradient of width d_k to width d_in, which "
+                                 "takes W_q transposed (and the same for W_k and W_v).",
+    "d_w_transposed": "Your dW_q, dW_k and dW_v are transposed: each has the shape of its matrix, "
+                      "(d_in, d_k) or (d_in, d_v).",
+}
+
+
+def _as_quad(value, shapes):
+    """The student's (d_x, d_w_q, d_w_k, d_w_v) as float arrays of the given shapes, or None."""
+    if not isinstance(value, (tuple, list)) or len(value) != 4:
+        return None
+    arrays = [_float_result(a) for a in value]
+    if any(a is None or a.shape != shape for a, shape in zip(arrays, shapes)):
+        return None
+    return arrays
+
+
 @_never_raise
 def check_attention_backward(fn, seed=None):
-    """Check a student's ``attention_backward(q, k, v, d_out) -> (d_q, d_k, d_v)``.
+    """Check a student's ``self_attention_backward(x, w_q, w_k, w_v, d_out)``.
 
-    Run on four random cases (two square, n = m, where a missing transpose
-    keeps its shape; two with n != m), compared with central finite
-    differences of ``L = sum(out * d_out)``, then on two overflow cases (scores
-    of about 1e4, query rows of very different sizes). The answer is read first
-    by :func:`helpers.checks._core.static_refusal`; while it runs, the kernels
-    of :mod:`helpers.attention` are replaced by recording stand-ins.
+    The forward pass is self-attention with projections, ``out = softmax(Q K^T /
+    sqrt(d_k)) V`` with ``Q = x W_q``, ``K = x W_k``, ``V = x W_v``; the loss L has
+    dL/d out = ``d_out``. The function returns ``(d_x, d_w_q, d_w_k, d_w_v)`` of
+    the shapes of x (n, d_in), W_q, W_k (d_in, d_k) and W_v (d_in, d_v). Notebook 09
+    derives dQ, dK, dV and the projections' gradients for inputs that are data;
+    here x is learned too, and it feeds the queries, the keys and the values. Run
+    on five random cases (one square, where a missing transpose keeps its shape;
+    d_k != d_v; one token), compared with central finite differences of
+    ``L = sum(out * d_out)``, then on two overflow cases (scores of about 1e4, input
+    rows of very different sizes). The answer is read first by
+    :func:`helpers.checks._core.static_refusal`; while it runs, the kernels of
+    :mod:`helpers.attention` are replaced by recording stand-ins.
 
     Parameters
     ----------
     fn : callable
-        ``fn(q, k, v, d_out)`` with q (n, d_k), k (m, d_k), v (m, d_v),
-        d_out (n, d_v), returning the tuple (d_q, d_k, d_v).
+        ``fn(x, w_q, w_k, w_v, d_out)``.
     seed : int, optional
         The seed of the hidden random probes (graders use other seeds for hidden tests).
 
@@ -341,16 +450,74 @@ def check_attention_backward(fn, seed=None):
     -------
     CheckResult
         Mistakes recognised: ``not_callable``, ``reaches_library``,
-        ``used_library``, ``raises`` (and the named ones), ``wrong_shape``,
-        ``overflow``, ``missing_jacobian_term``, ``missing_scale``,
+        ``used_library``, ``raises`` (and the named ones), ``returned_qkv_gradients``
+        (three gradients, those of q, k and v), ``wrong_shape``, ``overflow``,
+        ``missing_path_q``, ``missing_path_k``, ``missing_path_v``,
+        ``only_one_path``, ``projection_not_transposed``, ``d_w_transposed``, the
+        inner mistakes ``missing_jacobian_term``, ``missing_scale``,
         ``scale_squared``, ``d_v_not_transposed``, ``d_k_not_transposed``,
-        ``d_q_d_k_swapped``, ``wrong_values`` (naming the wrong gradients).
-
+        ``d_q_d_k_swapped``, then ``wrong_values`` (naming the wrong gradients).
     """
-    result = _check_backward(fn, "attention_backward", masked=False, seed=seed)
-    return result if isinstance(result, CheckResult) else _correct(
-        "Right: dQ, dK and dV match finite differences on four random shapes, and stay finite at scores "
-        "of 1e4." + result
+    what = "self_attention_backward"
+    result = _check_callable(fn, what)
+    if result is not None:
+        return result
+    names = ("dX", "dW_q", "dW_k", "dW_v")
+    note = ""
+    for label, x, w_q, w_k, w_v, d_out in _self_cases(seed):
+        call = _call_student(fn, x, w_q, w_k, w_v, d_out)
+        if call.used:
+            return _used_library(call, what)
+        if call.error is not None:
+            return _raised(call, what)
+        shapes = (x.shape, w_q.shape, w_k.shape, w_v.shape)
+        sizes = f"x {x.shape}, W_q {w_q.shape}, W_k {w_k.shape}, W_v {w_v.shape}, d_out {d_out.shape}"
+        got = _as_quad(call.value, shapes)
+        if got is None:
+            if isinstance(call.value, (tuple, list)) and len(call.value) == 3:
+                return _incorrect(
+                    "returned_qkv_gradients",
+                    "Your function returns three gradients; the task asks for four, those of x and of "
+                    "the three projection matrices, (d_x, d_w_q, d_w_k, d_w_v).",
+                )
+            return _incorrect(
+                "wrong_shape",
+                f"For {sizes} your {what} should return a tuple (d_x, d_w_q, d_w_k, d_w_v) of shapes "
+                f"{shapes[0]}, {shapes[1]}, {shapes[2]} and {shapes[3]}; it returned something else.",
+            )
+        variants = _self_variants(x, w_q, w_k, w_v, d_out)
+        reference = _self_finite_differences(x, w_q, w_k, w_v, d_out) if label == "small" else variants["right"]
+        if _close3(got, reference):
+            continue
+        finite = all(np.all(np.isfinite(g)) for g in got)
+        dtype = _low_precision(call.value)
+        if dtype is not None and finite:
+            ok, message = _precision_verdict(dtype, np.concatenate([g.ravel() for g in got]),
+                                             np.concatenate([r.ravel() for r in reference]), what)
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
+        if not finite or (call.warned and label == "large"):
+            return _overflow(call, what, f" for {sizes} with scores of about 1e4")
+        mistakes = [(n, g) for n, g in variants.items() if n != "right"]
+        record("gradients", what, variants["right"], mistakes, GRAD_TOL, GRAD_TOL)
+        for name, grads in mistakes:
+            if not _close3(grads, reference) and _close3(got, grads):
+                return _incorrect(name, _SELF_MESSAGES.get(name) or _BACKWARD_MESSAGES[name])
+        wrong = [n for n, g, r in zip(names, got, reference)
+                 if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
+        return _incorrect(
+            "wrong_values",
+            f"For {sizes}, your {_and(wrong)} {_verb(wrong, 'does', 'do')} not match finite "
+            "differences of L = sum(out * d_out), and not in a way this check knows. Compare each "
+            "line of your code with the formulas at the top of the notebook, keeping the shape "
+            "beside each line.",
+        )
+    return _correct(
+        "Right: dX, dW_q, dW_k and dW_v match finite differences on five random shapes, and stay "
+        "finite at scores of 1e4." + note
     )
 
 
