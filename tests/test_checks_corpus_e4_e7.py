@@ -766,8 +766,8 @@ E6_RIGHT = [
     (check_attention_backward, lifted(backward_from(w_stable))),
     (check_attention_backward, lifted(backward_einsum)),
     (check_attention_backward, self_backward_loops),
-    (check_attention_backward, lifted(lambda q, k, v, d: backward_from_weights_10(own_softmax(q @ k.T / np.sqrt(q.shape[-1])),
-                                                                              q, k, v, d))),
+    (check_attention_backward, lifted(lambda q, k, v, d: backward_from_weights_10(
+        own_softmax(q @ k.T / np.sqrt(q.shape[-1])), q, k, v, d))),  # notebook 10's function, then the routes
     (check_attention_backward, lambda *a: [g.astype(np.float32) for g in lifted(backward_from(w_stable))(*a)]),
     (check_masked_backward, backward_from(w_stable)),
     (check_masked_backward, backward_from(w_stable, keep=True)),
