@@ -776,7 +776,7 @@ E6_RIGHT = [
 ]
 
 # ---------------------------------------------------------------------------
-# E7: merging two blocks of the online softmax
+# E7: merging k blocks of the online softmax at once
 # ---------------------------------------------------------------------------
 
 
@@ -817,33 +817,83 @@ def merge_where(m_a, l_a, o_a, m_b, l_b, o_b):
     return m, l_a * a + l_b * b, o_a * a + o_b * b
 
 
+def folded(merge2):
+    """E7: k stacked states merged by folding a merge of two states over the blocks, in order."""
+
+    def fn(m, ell, o):
+        state = (m[0], ell[0], o[0])
+        for i in range(1, len(m)):
+            state = merge2(*state, m[i], ell[i], o[i])
+        return state
+
+    return fn
+
+
+def merge_all_with(kind="right", guard=True):
+    """E7 at once over the stack (axis 0), or one of its mistakes."""
+
+    def fn(m, ell, o):
+        top = {"max_from_first_block": m[0], "max_from_last_block": m[-1]}.get(kind, m.max(axis=0))
+        ref = np.where(np.isfinite(top), top, 0.0) if guard else top
+        with np.errstate(all="ignore"):
+            f = np.exp(m - ref)
+        lf = 1.0 if kind in ("not_rescaled", "sum_not_rescaled") else f
+        of = 1.0 if kind in ("not_rescaled", "output_not_rescaled") else f
+        return top, (ell * lf).sum(axis=0), (o * of).sum(axis=0)
+
+    return fn
+
+
+def merge_all_logsumexp(m, ell, o):
+    """The merged sum through log-sum-exp of log(l) + m over the blocks."""
+    top = m.max(axis=0)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        log_terms = np.log(ell) + m - safe
+    big = np.max(log_terms, axis=0)
+    big_safe = np.where(np.isfinite(big), big, 0.0)
+    merged_l = np.exp(big_safe) * np.sum(np.exp(log_terms - big_safe), axis=0)
+    return top, merged_l, np.sum(o * np.exp(m - safe), axis=0)
+
+
 def _visible_e7():
-    return [tuple(a) + tuple(b) for a, b, _, _ in e6_backward._merge_cases()]
+    return [(m, ell, o) for m, ell, o, _, _ in e6_backward._merge_cases()]
 
 
 E7_WRONG = [
-    (check_online_softmax_merge, merge_with("older_not_rescaled"), "older_not_rescaled"),
-    (check_online_softmax_merge, merge_with("max_from_newer_block"), None),
-    (check_online_softmax_merge, merge_with("max_from_older_block"), None),
-    (check_online_softmax_merge, merge_with("sum_not_rescaled"), "sum_not_rescaled"),
-    (check_online_softmax_merge, merge_with("output_not_rescaled"), "output_not_rescaled"),
-    (check_online_softmax_merge, merge_with(guard=False), "not_finite"),
-    (check_online_softmax_merge, merge_unshifted, "overflow"),
-    (check_online_softmax_merge, lambda *s: merge_with()(*s)[:2], "wrong_shape"),
-    (check_online_softmax_merge, lookup_table(_visible_e7(), merge_with()), None),
-    (check_online_softmax_merge, in_a_thread(merge_with()), "reaches_library"),
-    (check_online_softmax_merge, lambda *s: (np.maximum(s[0], s[3]),) + tuple(
-        imported_softmax(np.zeros((1, 1))) * x for x in merge_with()(*s)[1:]), "reaches_library"),
-    (check_online_softmax_merge, lambda *s: exec("pass") or merge_with()(*s), "reaches_library"),
-    (check_online_softmax_merge, lambda m_a, l_a, o_a, m_b, l_b, o_b: (m_b, l_a + l_b, o_a + o_b), None),
-    (check_online_softmax_merge, lambda *st: tuple(x.astype(np.float16) for x in merge_with()(*st)), None),
+    (check_online_softmax_merge, merge_all_with("not_rescaled"), "not_rescaled"),
+    (check_online_softmax_merge, merge_all_with("max_from_first_block"), None),
+    (check_online_softmax_merge, merge_all_with("max_from_last_block"), None),
+    (check_online_softmax_merge, merge_all_with("sum_not_rescaled"), "sum_not_rescaled"),
+    (check_online_softmax_merge, merge_all_with("output_not_rescaled"), "output_not_rescaled"),
+    (check_online_softmax_merge, merge_all_with(guard=False), "not_finite"),
+    (check_online_softmax_merge, folded(merge_with(guard=False)), "not_finite"),
+    (check_online_softmax_merge, folded(merge_unshifted), "overflow"),
+    (check_online_softmax_merge, folded(merge_with("older_not_rescaled")), None),
+    (check_online_softmax_merge, folded(merge_with("sum_not_rescaled")), "sum_not_rescaled"),
+    # the merge of two states (notebook 11's update), not the stack
+    (check_online_softmax_merge, merge_with(), "pairwise_signature"),
+    (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[-1], ell[-1], o[-1]), None),
+    (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[1], ell[1], o[1])
+     if len(m) > 1 else (m[0], ell[0], o[0]), "only_two_blocks"),
+    (check_online_softmax_merge, lambda m, ell, o: (m, ell, o), "wrong_shape"),
+    (check_online_softmax_merge, lambda *s: merge_all_with()(*s)[:2], "wrong_shape"),
+    (check_online_softmax_merge, lookup_table(_visible_e7(), merge_all_with()), None),
+    (check_online_softmax_merge, in_a_thread(merge_all_with()), "reaches_library"),
+    (check_online_softmax_merge, lambda *s: (s[0].max(axis=0),) + tuple(
+        imported_softmax(np.zeros((1, 1))) * x for x in merge_all_with()(*s)[1:]), "reaches_library"),
+    (check_online_softmax_merge, lambda *s: exec("pass") or merge_all_with()(*s), "reaches_library"),
+    (check_online_softmax_merge, lambda m, ell, o: (m[-1], ell.sum(axis=0), o.sum(axis=0)), None),
+    (check_online_softmax_merge, lambda *st: tuple(x.astype(np.float16) for x in merge_all_with()(*st)), None),
 ]
 
 E7_RIGHT = [
-    (check_online_softmax_merge, merge_with()),
-    (check_online_softmax_merge, merge_logaddexp),
-    (check_online_softmax_merge, merge_where),
-    (check_online_softmax_merge, lambda *st: tuple(np.float32(1) * x for x in merge_with()(
+    (check_online_softmax_merge, merge_all_with()),
+    (check_online_softmax_merge, folded(merge_with())),  # notebook 11's update, folded over the blocks
+    (check_online_softmax_merge, folded(merge_logaddexp)),
+    (check_online_softmax_merge, folded(merge_where)),
+    (check_online_softmax_merge, merge_all_logsumexp),
+    (check_online_softmax_merge, lambda *st: tuple(np.float32(1) * x for x in merge_all_with()(
         *(np.asarray(x, np.float32) for x in st)))),
 ]
 
@@ -905,7 +955,7 @@ def test_no_catch_all_message_gives_the_recipe():
         check_stable_softmax(lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2)),
         check_masked_attention(lambda q, k, v, n: padded_batched(q, k, v, n) * 2),
         check_attention_backward(lambda *a: tuple(g * 2 for g in lifted(backward_from(w_stable))(*a))),
-        check_online_softmax_merge(lambda m_a, l_a, o_a, m_b, l_b, o_b: (np.maximum(m_a, m_b), l_a, o_a)),
+        check_online_softmax_merge(lambda m, ell, o: (m.max(axis=0), ell[0], o[0])),
     ]
     for r in catch_alls:
         assert r.mistake == "wrong_values", r
@@ -1029,7 +1079,9 @@ def test_lessons_suffice_e6_exercise_2():
 
 def test_lessons_suffice_e7():
     # Lesson 11: the running maximum, both blocks rescaled to it; an empty block adds nothing.
-    assert check_online_softmax_merge(merge_with())
+    # Lesson 11's running maximum and rescaling, over all the blocks at once (axis=0, as in
+    # lessons 05-06's reductions), with an empty block adding nothing.
+    assert check_online_softmax_merge(merge_all_with())
 
 
 def test_fully_masked_row_decision_is_zeros():

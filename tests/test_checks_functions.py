@@ -253,24 +253,23 @@ def test_masked_backward_mistakes():
 
 
 def _merge(kind):
-    def fn(m_a, l_a, o_a, m_b, l_b, o_b):
-        m = np.maximum(m_a, m_b)
-        if kind == "max_from_newer_block":
-            m = m_b
-        if kind == "max_from_older_block":
-            m = m_a
-        safe = np.where(np.isfinite(m), m, 0.0) if kind == "correct" else m  # both blocks empty
+    def fn(m, ell, o):
+        top = m.max(axis=0)
+        if kind == "max_from_first_block":
+            top = m[0]
+        if kind == "max_from_last_block":
+            top = m[-1]
+        safe = np.where(np.isfinite(top), top, 0.0) if kind == "correct" else top  # all blocks empty
         with np.errstate(invalid="ignore", over="ignore"):
-            a, b = np.exp(m_a - safe), np.exp(m_b - safe)
-        la, oa = (l_a, o_a) if kind == "older_not_rescaled" else (l_a * a, o_a * a)
-        l_ = l_a + l_b if kind == "sum_not_rescaled" else la + l_b * b
-        o_ = o_a + o_b if kind == "output_not_rescaled" else oa + o_b * b
-        return m, l_, o_
+            f = np.exp(m - safe)
+        lf = 1.0 if kind in ("not_rescaled", "sum_not_rescaled") else f
+        of = 1.0 if kind in ("not_rescaled", "output_not_rescaled") else f
+        return top, (ell * lf).sum(axis=0), (o * of).sum(axis=0)
 
     return fn
 
 
-MERGE_KINDS = ["correct", "older_not_rescaled", "max_from_newer_block", "max_from_older_block",
+MERGE_KINDS = ["correct", "not_rescaled", "max_from_first_block", "max_from_last_block",
                "sum_not_rescaled", "output_not_rescaled"]
 
 
@@ -282,22 +281,22 @@ def test_merge_each_mistake_named(kind):
     else:
         # A wrong max overflows on the blocks near 1e4 or meets exp(-inf - -inf) in the empty one.
         assert r.mistake in {kind, "not_finite", "overflow"}, r
-        if kind not in ("max_from_newer_block", "max_from_older_block"):
+        if kind not in ("max_from_first_block", "max_from_last_block"):
             assert r.mistake == kind, r
 
 
 def test_merge_wrong_max_named_on_the_first_case():
     # On the first probe (no offsets, no empty block) the wrong maximum is named as such.
-    a, b, s, v = e6_backward._merge_cases()[0]
-    for kind in ("max_from_newer_block", "max_from_older_block"):
-        got = _merge(kind)(*a, *b)
-        named = e6_backward._merge_variants(a, b)[kind]
+    m, ell, o, s, v = e6_backward._merge_cases()[0]
+    for kind in ("max_from_first_block", "max_from_last_block"):
+        got = _merge(kind)(m, ell, o)
+        named = e6_backward._merge_variants(m, ell, o)[kind]
         assert all(np.allclose(x, y) for x, y in zip(got, named))
         assert checks.check_online_softmax_merge(_merge(kind)).mistake == kind
 
 
 def test_merge_implementations_pairwise_different():
-    probes = [tuple(a) + tuple(b) for a, b, _, _ in e6_backward._merge_cases()]
+    probes = [(m, ell, o) for m, ell, o, _, _ in e6_backward._merge_cases()]
     sigs = {k: _signature(lambda *x, f=_merge(k): np.concatenate([np.ravel(g) for g in f(*x)]), probes)
             for k in MERGE_KINDS}
     for (a, sa), (b, sb) in itertools.combinations(sigs.items(), 2):
@@ -305,7 +304,7 @@ def test_merge_implementations_pairwise_different():
 
 
 def test_merge_equals_blockwise_attention():
-    for a, b, s, v in e6_backward._merge_cases()[:3]:
-        m, l_, o = _merge("correct")(*a, *b)
+    for m_k, l_k, o_k, s, v in e6_backward._merge_cases()[:3]:
+        m, l_, o = _merge("correct")(m_k, l_k, o_k)
         w = np.exp(s - s.max(axis=-1, keepdims=True))
         np.testing.assert_allclose(o / l_, (w / w.sum(axis=-1, keepdims=True)) @ v, rtol=1e-10)

@@ -259,14 +259,20 @@ def _masked_first_case():
     return attention.scaled_dot_product_attention(q, k, v, mask)[0].ravel()
 
 
-def _backward_first_case(masked):
-    _, q, k, v, d_out, mask = e6_backward._backward_cases(masked)[0]
+def _masked_backward_first_case():
+    _, q, k, v, d_out, mask = e6_backward._backward_cases(True)[0]
     return attention.attention_backward(q, k, v, d_out, mask)[0].ravel()
 
 
 def _merge_first_case():
-    a, b, s, v = e6_backward._merge_cases()[0]
+    _, _, _, s, v = e6_backward._merge_cases()[0]
     return (attention.softmax(s) @ v).ravel()
+
+
+def _self_backward_first_case():
+    _, x, w_q, w_k, w_v, d_out = e6_backward._self_cases()[0]
+    d_q, d_k, d_v = attention.attention_backward(x @ w_q, x @ w_k, x @ w_v, d_out)
+    return (d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T).ravel()
 
 
 # (task, the answer, how many decimals the task asks for or prints)
@@ -277,8 +283,8 @@ ANSWERS = {
     "check_journey_variance_d100": (_variance_pair, (4,)),
     "check_stable_softmax": (_softmax_first_case, (4,)),
     "check_masked_attention": (_masked_first_case, (4,)),
-    "check_attention_backward": (lambda: _backward_first_case(False), (4,)),
-    "check_masked_backward": (lambda: _backward_first_case(True), (4,)),
+    "check_attention_backward": (_self_backward_first_case, (4,)),
+    "check_masked_backward": (_masked_backward_first_case, (4,)),
     "check_online_softmax_merge": (_merge_first_case, (4,)),
 }
 

@@ -567,69 +567,88 @@ def _block_state(s, v):
     return m, e.sum(axis=-1, keepdims=True), e @ v
 
 
-def _merge_variants(a, b):
-    """The right merge and each recognised mistake, as {name: (m, l, o)}."""
-    (m_a, l_a, o_a), (m_b, l_b, o_b) = a, b
-    m = np.maximum(m_a, m_b)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    ca, cb = np.exp(m_a - safe), np.exp(m_b - safe)
-    return {
-        "right": (m, l_a * ca + l_b * cb, o_a * ca + o_b * cb),
-        "older_not_rescaled": (m, l_a + l_b * cb, o_a + o_b * cb),
-        "max_from_newer_block": (m_b, l_a * np.exp(m_a - m_b) + l_b, o_a * np.exp(m_a - m_b) + o_b),
-        "max_from_older_block": (m_a, l_a + l_b * np.exp(m_b - m_a), o_a + o_b * np.exp(m_b - m_a)),
-        "sum_not_rescaled": (m, l_a + l_b, o_a * ca + o_b * cb),
-        "output_not_rescaled": (m, l_a * ca + l_b * cb, o_a + o_b),
-    }
+def _merge_variants(m, ell, o):
+    """The right merge of k stacked states and each recognised mistake, as {name: (m, l, o)}."""
+    top = m.max(axis=0)                                 # (n, 1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    c = np.exp(m - safe)                                # (k, n, 1): each block's factor, <= 1
+    with np.errstate(all="ignore"):
+        first, last = np.exp(m - m[0]), np.exp(m - m[-1])
+        pair_top = np.maximum(m[0], m[1]) if len(m) > 2 else top
+        pair_safe = np.where(np.isfinite(pair_top), pair_top, 0.0)
+        pair = np.exp(m[:2] - pair_safe)
+        return {
+            "right": (top, (ell * c).sum(axis=0), (o * c).sum(axis=0)),
+            "not_rescaled": (top, ell.sum(axis=0), o.sum(axis=0)),
+            "max_from_first_block": (m[0], (ell * first).sum(axis=0), (o * first).sum(axis=0)),
+            "max_from_last_block": (m[-1], (ell * last).sum(axis=0), (o * last).sum(axis=0)),
+            "sum_not_rescaled": (top, ell.sum(axis=0), (o * c).sum(axis=0)),
+            "output_not_rescaled": (top, (ell * c).sum(axis=0), o.sum(axis=0)),
+            "only_two_blocks": (pair_top, (ell[:2] * pair).sum(axis=0), (o[:2] * pair).sum(axis=0)),
+        }
 
 
 _MERGE_MESSAGES = {
-    "older_not_rescaled": (
-        "Your merge adds the older block's sum and output as they are. They were computed against "
-        "the older maximum m_a; when the maximum grows to m, multiply both by exp(m_a - m) first."
+    "not_rescaled": (
+        "Your merge adds the blocks' sums and outputs as they are. Each block's were computed "
+        "against its own maximum; measured against the merged maximum, they are all smaller."
     ),
-    "max_from_newer_block": (
-        "Your merged maximum is the newer block's m_b. The running maximum must be the larger of "
-        "the two, max(m_a, m_b), or the exponentials can overflow."
+    "max_from_first_block": (
+        "Your merged maximum is the first block's. The running maximum must be the largest of all "
+        "the blocks' maxima, or the exponentials can overflow."
     ),
-    "max_from_older_block": (
-        "Your merged maximum is the older block's m_a. The running maximum must be the larger of "
-        "the two, max(m_a, m_b), or the exponentials can overflow."
+    "max_from_last_block": (
+        "Your merged maximum is the last block's. The running maximum must be the largest of all "
+        "the blocks' maxima, or the exponentials can overflow."
     ),
     "sum_not_rescaled": (
-        "Your output is rescaled but your sum is not: l_a and l_b were computed against different "
-        "maxima, so each needs its factor exp(m_a - m) or exp(m_b - m), like the outputs."
+        "Your outputs are rescaled but your sums are not: the blocks' sums were computed against "
+        "different maxima, like their outputs."
     ),
     "output_not_rescaled": (
-        "Your sum is rescaled but your output is not: o_a and o_b were computed against different "
-        "maxima, so each needs its factor exp(m_a - m) or exp(m_b - m), like the sums."
+        "Your sums are rescaled but your outputs are not: the blocks' outputs were computed against "
+        "different maxima, like their sums."
+    ),
+    "only_two_blocks": (
+        "Your merged state holds the first two blocks only; the stack has more, and every one of "
+        "them counts."
     ),
 }
 
 
 def _merge_cases(seed=None):
-    """Pairs of block states: either block holding the maximum, scores of 1e4, rows of very
-    different sizes, and empty blocks (a row that saw no allowed key: m = -inf, l = 0, o = 0)."""
+    """Stacks of block states ``(m, l, o, s, v)``: k = 2 to 40 blocks, the maximum in any block,
+    scores of 1e4, rows of very different sizes, a single block, and blocks that saw no allowed
+    key for a row (m = -inf, l = 0, o = 0), up to every block of a row."""
     rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 7)
     cases = []
-    for n, b_a, b_b, d_v, offset in ((4, 3, 5, 2, 0.0), (6, 8, 2, 3, 0.0), (3, 4, 4, 5, 1e4),
-                                     (4, 3, 3, 2, np.array([[0.0], [1e4], [-1e4], [3e4]]))):
-        s = rng.normal(scale=3.0, size=(n, b_a + b_b)) + offset
-        s[::2, b_a:] += 4.0  # even rows: the newer block holds the maximum
-        s[1::2, :b_a] += 4.0  # odd rows: the older block does
-        v = rng.normal(size=(b_a + b_b, d_v))
-        cases.append((_block_state(s[:, :b_a], v[:b_a]), _block_state(s[:, b_a:], v[b_a:]), s, v))
-    # Empty blocks: the older one for row 0, the newer one for row 1, both for row 2.
-    s = rng.normal(size=(4, 6)) * 50.0
+    for n, sizes, d_v, offset in ((4, (3, 5), 2, 0.0), (6, (2, 3, 1, 4), 3, 0.0), (3, (4, 4, 2), 5, 1e4),
+                                  (4, (3, 3, 2, 2, 3), 2, np.array([[0.0], [1e4], [-1e4], [3e4]])),
+                                  (3, (5,), 2, 0.0), (2, (1,) * 40, 3, 0.0)):
+        s = rng.normal(scale=3.0, size=(n, sum(sizes))) + offset
+        v = rng.normal(size=(sum(sizes), d_v))
+        edges = np.cumsum((0,) + sizes)
+        for row in range(n):                             # each row's maximum in another block
+            block = row % len(sizes)
+            s[row, edges[block]:edges[block + 1]] += 4.0
+        cases.append((sizes, s, v))
+    # Empty blocks: the first block for row 0, the last for row 1, every block for row 2.
+    sizes = (3, 2, 3)
+    s = rng.normal(size=(4, 8)) * 50.0
     s[0, :3] = -np.inf
-    s[1, 3:] = -np.inf
+    s[1, 5:] = -np.inf
     s[2, :] = -np.inf
-    v = rng.normal(size=(6, 2))
-    cases.append((_block_state(s[:, :3], v[:3]), _block_state(s[:, 3:], v[3:]), s, v))
+    cases.append((sizes, s, rng.normal(size=(8, 2))))
     fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
-    s, v = fresh.normal(scale=3.0, size=(3, 7)), fresh.normal(size=(7, 2))
-    cases.append((_block_state(s[:, :4], v[:4]), _block_state(s[:, 4:], v[4:]), s, v))
-    return cases
+    sizes = tuple(int(b) for b in fresh.integers(1, 4, size=int(fresh.integers(2, 6))))
+    cases.append((sizes, fresh.normal(scale=3.0, size=(3, sum(sizes))), fresh.normal(size=(sum(sizes), 2))))
+    out = []
+    for sizes, s, v in cases:
+        edges = np.cumsum((0,) + sizes)
+        states = [_block_state(s[:, i:j], v[i:j]) for i, j in zip(edges[:-1], edges[1:])]
+        m, ell, o = (np.stack(parts) for parts in zip(*states))   # (k, n, 1), (k, n, 1), (k, n, d_v)
+        out.append((m, ell, o, s, v))
+    return out
 
 
 def _as_state(value, n, d_v):
@@ -659,21 +678,23 @@ def _same_state_empty_rows(x, y):
 
 @_never_raise
 def check_online_softmax_merge(fn, seed=None):
-    """Check a student's ``merge(m_a, l_a, o_a, m_b, l_b, o_b) -> (m, l, o)`` of the online softmax.
+    """Check a student's ``merge_all(m, l, o) -> (m, l, o)``: k block states of the online softmax at once.
 
-    Five pairs of blocks: rows where the older block holds the maximum and rows
-    where the newer one does, scores of 1e4 (where exp overflows without the
-    running maximum), rows whose scores differ by 1e4 from row to row, and
-    blocks that saw no allowed key for a row (m = -inf, l = 0, o = 0): the older
-    block, the newer one, and both, which gives an empty state (l = 0, o = 0;
-    its m may be -inf). The merged state must equal the state of both blocks
-    computed at once, and o / l the attention output.
+    ``m`` and ``l`` have shape (k, n, 1) and ``o`` (k, n, d_v): the states of k
+    blocks of keys, stacked. The merged state, of shapes (n, 1), (n, 1) and
+    (n, d_v), must equal the state of all the blocks computed at once (o / l is the
+    attention output). Notebook 11 folds one block at a time into a running state;
+    here all k are merged together, in no order. Seven stacks: k = 2 to 40 blocks
+    (a block of one key each), one block only, rows whose maximum sits in any block,
+    scores of 1e4 (where exp overflows without the running maximum), rows whose
+    scores differ by 1e4 from row to row, and blocks that saw no allowed key for a
+    row (m = -inf, l = 0, o = 0), up to every block of a row, which gives an empty
+    state (l = 0, o = 0; its m may be -inf); then a stack drawn anew at each run.
 
     Parameters
     ----------
     fn : callable
-        ``fn(m_a, l_a, o_a, m_b, l_b, o_b)`` with m, l of shape (n, 1) and o of
-        shape (n, d_v); block a is the older one.
+        ``fn(m, l, o)`` with m, l of shape (k, n, 1) and o of shape (k, n, d_v).
     seed : int, optional
         The seed of the random probes (graders use other seeds for hidden tests).
 
@@ -681,31 +702,40 @@ def check_online_softmax_merge(fn, seed=None):
     -------
     CheckResult
         Mistakes recognised: ``not_callable``, ``reaches_library``,
-        ``used_library``, ``raises``, ``wrong_shape``, ``older_not_rescaled``,
-        ``max_from_newer_block``, ``max_from_older_block``, ``sum_not_rescaled``,
-        ``output_not_rescaled``, ``not_finite`` (NaN from an empty block),
-        ``overflow`` (inf or NaN at scores of 1e4), ``wrong_values``.
+        ``used_library``, ``raises``, ``pairwise_signature`` (a merge of two states,
+        six arguments), ``wrong_shape``, ``not_rescaled``,
+        ``max_from_first_block``, ``max_from_last_block``, ``sum_not_rescaled``,
+        ``output_not_rescaled``, ``only_two_blocks``, ``not_finite`` (NaN from an
+        empty block), ``overflow`` (inf or NaN at scores of 1e4), ``wrong_values``.
     """
-    result = _check_callable(fn, "merge")
+    result = _check_callable(fn, "merge_all")
     if result is not None:
         return result
     note = ""
-    for a, b, s, v in _merge_cases(seed):
-        n, d_v = a[2].shape
-        call = _call_student(fn, *a, *b)
+    for m, ell, o, s, v in _merge_cases(seed):
+        k, n, d_v = o.shape
+        call = _call_student(fn, m, ell, o)
         if call.used:
-            return _used_library(call, "merge")
+            return _used_library(call, "merge_all")
+        if isinstance(call.error, TypeError) and "positional argument" in str(call.error):
+            return _incorrect(
+                "pairwise_signature",
+                f"Your function does not take the three stacked arrays ({call.error}). The task asks "
+                "for merge_all(m, l, o) with m and l of shape (k, n, 1) and o of shape (k, n, d_v): "
+                "all k blocks at once, not two states.",
+            )
         if call.error is not None:
-            return _raised(call, "merge")
+            return _raised(call, "merge_all")
         got = _as_state(call.value, n, d_v)
         if got is None:
             return _incorrect(
                 "wrong_shape",
-                f"For blocks with n = {n} query rows and d_v = {d_v}, your merge should return a "
-                f"tuple (m, l, o) of shapes ({n}, 1), ({n}, 1) and ({n}, {d_v}).",
+                f"For k = {k} blocks of n = {n} query rows and d_v = {d_v}, your merge_all should "
+                f"return a tuple (m, l, o) of shapes ({n}, 1), ({n}, 1) and ({n}, {d_v}): one state, "
+                "that of all the blocks together.",
             )
         right = _block_state(s, v)
-        variants = _merge_variants(a, b)
+        variants = _merge_variants(m, ell, o)
         if _same_state_empty_rows(got, right):
             continue
         dtype = _low_precision(call.value)
@@ -713,22 +743,23 @@ def check_online_softmax_merge(fn, seed=None):
             finite_m = np.isfinite(right[0])
             ok, message = _precision_verdict(
                 dtype, np.concatenate([got[0][finite_m], got[1].ravel(), got[2].ravel()]),
-                np.concatenate([right[0][finite_m], right[1].ravel(), right[2].ravel()]), "merge")
+                np.concatenate([right[0][finite_m], right[1].ravel(), right[2].ravel()]), "merge_all")
             if ok:
                 note = message
                 continue
             if message:
                 return _incorrect("precision", message)
-        record("state", "merge", right, [(k, x) for k, x in variants.items() if k != "right"], 1e-12, 1e-9)
+        record("state", "merge_all", right, [(name, x) for name, x in variants.items() if name != "right"],
+               1e-12, 1e-9)
         finite = [np.isfinite(x) | (np.isneginf(x) if i == 0 else False) for i, x in enumerate(got)]
         if not all(np.all(f) for f in finite):
             if np.max(np.abs(s[np.isfinite(s)])) > 700:
-                return _overflow(call, "merge", " on blocks with scores of about 1e4")
+                return _overflow(call, "merge_all", " on blocks with scores of about 1e4")
             return _incorrect(
                 "not_finite",
-                "Your merge returns NaN or infinity for a row that one block saw no allowed key "
-                "for: that block's maximum is -inf, and -inf - (-inf) is NaN. Such a block adds "
-                "nothing to the row; make sure the exponent you compute for it is -inf, not NaN.",
+                "Your merge returns NaN or infinity for a row that a block saw no allowed key for: "
+                "that block's maximum is -inf, and -inf - (-inf) is NaN. Such a block adds nothing "
+                "to the row; make sure the exponent you compute for it is -inf, not NaN.",
             )
         with np.errstate(all="ignore"):
             for name, state in variants.items():
@@ -736,8 +767,11 @@ def check_online_softmax_merge(fn, seed=None):
                     return _incorrect(name, _MERGE_MESSAGES[name])
         return _incorrect(
             "wrong_values",
-            f"For blocks with n = {n} rows your merged (m, l, o) is not the state of both blocks "
-            "together, and not in a way this check knows. Test your merge on two blocks of a row "
+            f"For k = {k} blocks of n = {n} rows your merged (m, l, o) is not the state of all the "
+            "blocks together, and not in a way this check knows. Test your merge on blocks of a row "
             "you can work out by hand, and compare o / l with the softmax of all its scores times v.",
         )
-    return _correct("Right: your merge keeps the running maximum and rescales both blocks to it." + note)
+    return _correct(
+        "Right: your merge takes the largest of the blocks' maxima and rescales every block to it, "
+        "for any number of blocks." + note
+    )
