@@ -705,6 +705,32 @@ def backward_from_weights_10(P, Q, K, V, dO):  # noqa: N803 - notebook 10's func
     return dQ, dK, dV
 
 
+def padded_bw(fn5, change=lambda lengths: lengths, sides="both"):
+    """E6 exercise 2 from a masked backward pass ``fn5(q, k, v, d_out, mask)`` of one sequence: the
+    mask built from the lengths (``change``-d, one of its ``sides``: wrong answers), sequence by sequence."""
+
+    def fn(q, k, v, d_out, lengths):
+        real = np.arange(q.shape[-2]) < np.asarray(change(np.asarray(lengths)))[:, None]
+        rows = real[:, :, None] if sides != "keys" else np.ones_like(real)[:, :, None]
+        cols = real[:, None, :] if sides != "queries" else np.ones_like(real)[:, None, :]
+        mask = rows & cols
+        grads = [fn5(q[b], k[b], v[b], d_out[b], mask[b]) for b in range(len(q))]
+        return tuple(np.stack(parts) for parts in zip(*grads))
+
+    return fn
+
+
+def padded_backward_batched(q, k, v, d_out, lengths):
+    """E6 exercise 2 for the whole batch at once (swapaxes for the transposes)."""
+    real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+    allowed = real[:, :, None] & real[:, None, :]
+    c = 1 / math.sqrt(q.shape[-1])
+    p = guarded_weights(np.where(allowed, q @ np.swapaxes(k, -1, -2) * c, -np.inf))
+    d_p = d_out @ np.swapaxes(v, -1, -2)
+    d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
+    return c * d_s @ k, c * np.swapaxes(d_s, -1, -2) @ q, np.swapaxes(p, -1, -2) @ d_out
+
+
 def _visible_self_e6():
     return [args for _, *args in e6_backward._self_cases()]
 
@@ -744,22 +770,29 @@ E6_WRONG = [
     for kind in ("missing_jacobian_term", "missing_scale", "scale_squared", "d_v_not_transposed",
                  "d_k_not_transposed", "d_q_d_k_swapped")
 ] + [
-    (check_masked_backward, lambda q, k, v, d, m: helpers.attention.attention_backward(q, k, v, d, m),
+    (check_masked_backward, lambda q, k, v, d, n: helpers.attention.attention_backward(q, k, v, d),
      "reaches_library"),
-    (check_masked_backward, lambda q, k, v, d, m: POOL.submit(COPIED_BACKWARD, q, k, v, d, m).result(),
+    (check_masked_backward, padded_bw(lambda q, k, v, d, m: POOL.submit(COPIED_BACKWARD, q, k, v, d, m).result()),
      "reaches_library"),
-    (check_masked_backward, lookup_table(_visible_e6(True), backward_from(w_stable)), None),
-    (check_masked_backward, backward_from(w_fill(0.0)), "masked_with_zero"),
-    (check_masked_backward, backward_from(w_fill(0.0), keep=True), "masked_with_zero"),
-    (check_masked_backward, backward_from(w_fill(-1e9)), "masked_with_large_negative"),
-    (check_masked_backward, backward_from(w_fill(-1e9), keep=True), "masked_with_large_negative"),
-    (check_masked_backward, backward_from(w_after), "mask_after_softmax"),
-    (check_masked_backward, backward_from(w_unguarded), "nan_for_masked_row"),
-    (check_masked_backward, backward_from(w_naive), "overflow"),
-    (check_masked_backward, lambda q, k, v, d, m: backward_from(w_stable)(q, k, v, d), "mask_ignored"),
-    (check_masked_backward, backward_from(w_stable, "missing_jacobian_term"), "missing_jacobian_term"),
-    (check_masked_backward, backward_from(w_stable, "missing_scale"), "missing_scale"),
-    (check_masked_backward, backward_from(w_stable, "d_v_not_transposed"), "d_v_not_transposed"),
+    (check_masked_backward, lookup_table(_visible_e6(True), padded_backward_batched), None),
+    (check_masked_backward, padded_bw(backward_from(w_fill(0.0))), "masked_with_zero"),
+    (check_masked_backward, padded_bw(backward_from(w_fill(0.0), keep=True)), "masked_with_zero"),
+    (check_masked_backward, padded_bw(backward_from(w_fill(-1e9))), "masked_with_large_negative"),
+    (check_masked_backward, padded_bw(backward_from(w_fill(-1e9), keep=True)), "masked_with_large_negative"),
+    (check_masked_backward, padded_bw(backward_from(w_after)), "mask_after_softmax"),
+    (check_masked_backward, padded_bw(backward_from(w_unguarded)), "nan_for_masked_row"),
+    (check_masked_backward, padded_bw(backward_from(w_naive)), "overflow"),
+    (check_masked_backward, padded_bw(lambda q, k, v, d, m: backward_from(w_stable)(q, k, v, d)), "mask_ignored"),
+    (check_masked_backward, padded_bw(backward_from(w_stable, "missing_jacobian_term")), "missing_jacobian_term"),
+    (check_masked_backward, padded_bw(backward_from(w_stable, "missing_scale")), "missing_scale"),
+    (check_masked_backward, padded_bw(backward_from(w_stable, "d_v_not_transposed")), "d_v_not_transposed"),
+    # beyond notebooks 09 and 10: the lengths, both sides, a batch
+    (check_masked_backward, backward_from(w_stable), "transpose_of_batch"),  # written for one sequence
+    (check_masked_backward, padded_bw(backward_from(w_stable), sides="keys"), "padded_queries_pass_gradient"),
+    (check_masked_backward, padded_bw(backward_from(w_stable), sides="queries"), "padded_keys_get_gradient"),
+    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: n + 1), None),
+    (check_masked_backward, lambda q, k, v, d, n: backward_from(w_stable)(
+        q, k, v, d, (np.arange(q.shape[-2]) < n[:, None])[:, None, :]), "transpose_of_batch"),
 ]
 
 E6_RIGHT = [
@@ -769,10 +802,12 @@ E6_RIGHT = [
     (check_attention_backward, lifted(lambda q, k, v, d: backward_from_weights_10(
         own_softmax(q @ k.T / np.sqrt(q.shape[-1])), q, k, v, d))),  # notebook 10's function, then the routes
     (check_attention_backward, lambda *a: [g.astype(np.float32) for g in lifted(backward_from(w_stable))(*a)]),
-    (check_masked_backward, backward_from(w_stable)),
-    (check_masked_backward, backward_from(w_stable, keep=True)),
-    (check_masked_backward, lambda q, k, v, d, m: tuple(g.astype(np.float32) for g in backward_from(w_stable)(
-        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), d.astype(np.float32), m))),
+    (check_masked_backward, padded_bw(backward_from(w_stable))),
+    (check_masked_backward, padded_bw(backward_from(w_stable, keep=True))),
+    (check_masked_backward, padded_backward_batched),
+    (check_masked_backward, lambda q, k, v, d, n: tuple(
+        g.astype(np.float32) for g in padded_bw(backward_from(w_stable))(
+            q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), d.astype(np.float32), n))),
 ]
 
 # ---------------------------------------------------------------------------
@@ -1074,7 +1109,8 @@ def test_lessons_suffice_e6_exercise_1():
 
 def test_lessons_suffice_e6_exercise_2():
     # Lesson 10: blocked scores -inf, and a fully masked row passes back zeros.
-    assert check_masked_backward(backward_from(w_stable))
+    # Lesson 05's padding mask from the lengths, lesson 09's formulas with swapaxes for the batch.
+    assert check_masked_backward(padded_backward_batched)
 
 
 def test_lessons_suffice_e7():

@@ -152,7 +152,7 @@ def test_guard_catches_a_wrapped_kernel_in_every_function_check():
         (checks.check_attention_backward,
          lambda x, wq, wk, wv, d: helpers.attention.attention_backward(x @ wq, x @ wk, x @ wv, d)),
         (checks.check_masked_backward,
-         lambda q, k, v, d, m: helpers.attention.attention_backward(q, k, v, d, m)),
+         lambda q, k, v, d, n: helpers.attention.attention_backward(q, k, v, d)),
     ]
     for check, fn in cases:
         assert check(fn).mistake == "reaches_library"
@@ -200,6 +200,19 @@ BACKWARD_KINDS = ["correct", "missing_jacobian_term", "missing_scale", "scale_sq
                   "d_v_not_transposed", "d_k_not_transposed", "d_q_d_k_swapped"]
 
 
+def padded_bw(fn5):
+    """E6 exercise 2 from a masked backward pass ``fn5(q, k, v, d_out, mask)`` of one sequence:
+    the mask of real (query, key) pairs built from the lengths, sequence by sequence."""
+
+    def fn(q, k, v, d_out, lengths):
+        real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+        mask = real[:, :, None] & real[:, None, :]
+        grads = [fn5(q[b], k[b], v[b], d_out[b], mask[b]) for b in range(len(q))]
+        return tuple(np.stack(parts) for parts in zip(*grads))
+
+    return fn
+
+
 @pytest.mark.parametrize("kind", BACKWARD_KINDS)
 def test_backward_each_mistake_named(kind):
     fn = _backward(kind)
@@ -209,16 +222,17 @@ def test_backward_each_mistake_named(kind):
 
     r = checks.check_attention_backward(lifted)
     assert (r.status == "correct") if kind == "correct" else (r.mistake == kind), r
-    r = checks.check_masked_backward(fn)
+    r = checks.check_masked_backward(padded_bw(fn))
     assert (r.status == "correct") if kind == "correct" else (r.mistake == kind), r
 
 
 def test_backward_right_answer_agrees_with_the_library_kernel():
-    for _, q, k, v, d_out, mask in e6_backward._backward_cases(True):
-        ours = _backward("correct")(q, k, v, d_out, mask)
+    for _, q, k, v, d_out, lengths in e6_backward._backward_cases(True):
+        mask = e6_backward._pair_mask(lengths, q.shape[-2])
+        ours = padded_bw(_backward("correct"))(q, k, v, d_out, lengths)
         lib = helpers.attention.attention_backward(q, k, v, d_out, mask)
         for a, b in zip(ours, lib):
-            np.testing.assert_allclose(a, b, atol=1e-12)
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
 
 
 def test_backward_implementations_pairwise_different():
@@ -239,13 +253,16 @@ def test_masked_backward_mistakes():
         d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True)) / math.sqrt(q.shape[-1])
         return d_s @ k, d_s.T @ q, p.T @ d_out
 
-    assert checks.check_masked_backward(nan_row).mistake == "nan_for_masked_row"
+    assert checks.check_masked_backward(padded_bw(nan_row)).mistake == "nan_for_masked_row"
     fn = _backward("correct")
-    assert checks.check_masked_backward(lambda q, k, v, d, m: fn(q, k, v, d)).mistake == "mask_ignored"
-    r = checks.check_masked_backward(lambda q, k, v, d, m: fn(q, k, v, d, ~m))
+    assert checks.check_masked_backward(padded_bw(lambda q, k, v, d, m: fn(q, k, v, d))).mistake == "mask_ignored"
+    r = checks.check_masked_backward(padded_bw(lambda q, k, v, d, m: fn(q, k, v, d, ~m)))
     assert r.mistake in {"mask_inverted", "nan_for_masked_row"}, r
-    assert checks.check_masked_backward(lambda q, k, v, d, m: (q, k, v)).mistake == "wrong_values"
-    assert checks.check_masked_backward(lambda q, k, v, d, m: (q, k)).mistake == "wrong_shape"
+    assert checks.check_masked_backward(lambda q, k, v, d, n: (q, k, v)).mistake == "wrong_values"
+    assert checks.check_masked_backward(lambda q, k, v, d, n: (q, k)).mistake == "wrong_shape"
+    # notebook 09's backward_by_hand(q, k, v, grad_o, scale, allowed) written for one sequence
+    assert checks.check_masked_backward(lambda q, k, v, d, n: nan_row(q, k, v, d, n)).mistake in {
+        "transpose_of_batch", "lengths_as_mask"}
     assert checks.check_masked_backward(None).status == "not yet"
 
 

@@ -260,7 +260,8 @@ def _masked_first_case():
 
 
 def _masked_backward_first_case():
-    _, q, k, v, d_out, mask = e6_backward._backward_cases(True)[0]
+    _, q, k, v, d_out, lengths = e6_backward._backward_cases(True)[0]
+    mask = e6_backward._pair_mask(lengths, q.shape[-2])
     return attention.attention_backward(q, k, v, d_out, mask)[0].ravel()
 
 

@@ -59,9 +59,14 @@ GRAD_TOL = 1e-5
 _HIDDEN_SEED = 9_110_917
 
 
+def _t(a):
+    """``a`` with its last two axes swapped (a transpose that keeps leading batch axes)."""
+    return np.swapaxes(a, -1, -2)
+
+
 def _forward(q, k, v, mask=None):
     """out = softmax(q k^T / sqrt(d_k) [masked]) v, fully masked rows 0 (no library call)."""
-    s = q @ k.T / math.sqrt(q.shape[-1])
+    s = q @ _t(k) / math.sqrt(q.shape[-1])
     if mask is not None:
         s = np.where(mask, s, -np.inf)
     top = s.max(axis=-1, keepdims=True)
@@ -93,16 +98,16 @@ def _finite_differences(q, k, v, d_out, mask=None, h=1e-6):
 def _chain(p, q, k, v, d_out, keep=None):
     """dQ, dK, dV by the five formulas from the weights ``p`` (``keep``: dS zeroed where False)."""
     c = 1 / math.sqrt(q.shape[-1])
-    d_p = d_out @ v.T
+    d_p = d_out @ _t(v)
     d_s = p * (d_p - np.sum(d_p * p, axis=-1, keepdims=True))
     if keep is not None:
         d_s = d_s * keep
-    return c * d_s @ k, c * d_s.T @ q, p.T @ d_out
+    return c * d_s @ k, c * _t(d_s) @ q, _t(p) @ d_out
 
 
 def _filled_weights(q, k, mask, fill):
     """The weights when blocked scores are set to ``fill`` (0 or -1e9) instead of -inf."""
-    s = np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), fill)
+    s = np.where(mask, q @ _t(k) / math.sqrt(q.shape[-1]), fill)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
@@ -125,18 +130,18 @@ def _backward_variants(q, k, v, d_out, mask=None):
     """The right gradients (analytic) and those of each recognised mistake, as {name: (dq, dk, dv)}."""
     out, p = _forward(q, k, v, mask)
     c = 1 / math.sqrt(q.shape[-1])
-    d_p = d_out @ v.T
+    d_p = d_out @ _t(v)
     row = np.sum(d_p * p, axis=-1, keepdims=True)
     d_s = p * (d_p - row)
     no_jac = p * d_p  # the diagonal of the Jacobian only: the -rowsum term is missing
-    right = (c * d_s @ k, c * d_s.T @ q, p.T @ d_out)
+    right = (c * d_s @ k, c * _t(d_s) @ q, _t(p) @ d_out)
     thunks = {
-        "missing_jacobian_term": lambda: (c * no_jac @ k, c * no_jac.T @ q, right[2]),
-        "missing_scale": lambda: (d_s @ k, d_s.T @ q, right[2]),
-        "scale_squared": lambda: (c * c * d_s @ k, c * c * d_s.T @ q, right[2]),
+        "missing_jacobian_term": lambda: (c * no_jac @ k, c * _t(no_jac) @ q, right[2]),
+        "missing_scale": lambda: (d_s @ k, _t(d_s) @ q, right[2]),
+        "scale_squared": lambda: (c * c * d_s @ k, c * c * _t(d_s) @ q, right[2]),
         "d_v_not_transposed": lambda: (right[0], right[1], p @ d_out),
         "d_k_not_transposed": lambda: (right[0], c * d_s @ q, right[2]),
-        "d_q_d_k_swapped": lambda: (c * d_s.T @ q, c * d_s @ k, right[2]),
+        "d_q_d_k_swapped": lambda: (c * _t(d_s) @ q, c * d_s @ k, right[2]),
     }
     variants = {"right": right}
     for name, thunk in thunks.items():
@@ -195,10 +200,12 @@ def _backward_cases(masked, seed=None):
 
     The four small cases are compared with finite differences; then two overflow cases, with
     scores of about 1e4 and query rows of very different sizes (1 to 3000), compared with the
-    analytic gradients (finite differences lose their digits there). With a mask, every probe
-    has a fully masked query row.
+    analytic gradients (finite differences lose their digits there). With ``masked`` the probes
+    are batches of padded sequences instead (:func:`_padded_cases`), and ``mask`` is ``lengths``.
     """
-    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + masked)
+    if masked:
+        return _padded_cases(seed)
+    rng = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
     cases = []
     sizes = ((3, 3, 4, 2, 1.0), (4, 4, 3, 5, 1.5), (2, 5, 3, 4, 1.0), (5, 3, 2, 3, 2.0),
              (4, 6, 3, 2, 3000.0), (5, 5, 4, 3, np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])))
@@ -207,20 +214,41 @@ def _backward_cases(masked, seed=None):
         k = rng.normal(size=(m, d_k))
         v = rng.normal(size=(m, d_v))
         d_out = rng.normal(size=(n, d_v))
-        mask = None
-        if masked:
-            mask = rng.random((n, m)) < 0.6
-            mask[:, 0] = True
-            mask[n // 2] = False  # a query row with no allowed key
-        cases.append(("small" if i < 4 else "large", q, k, v, d_out, mask))
+        cases.append(("small" if i < 4 else "large", q, k, v, d_out, None))
     fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
     q, k, v, d_out = (fresh.normal(size=shape) for shape in ((3, 3), (4, 3), (4, 2), (3, 2)))
-    mask = None
-    if masked:
-        mask = fresh.random((3, 4)) < 0.6
-        mask[:, 1] = True
-        mask[0] = False
-    cases.append(("small", q, k, v, d_out, mask))
+    cases.append(("small", q, k, v, d_out, None))
+    return cases
+
+
+def _pair_mask(lengths, n):
+    """(B, n, n): a real query may attend to a real key; a padding query to nothing."""
+    real = np.arange(n) < np.asarray(lengths)[:, None]
+    return real[:, :, None] & real[:, None, :]
+
+
+def _padded_cases(seed=None):
+    """Batches (label, q, k, v, d_out, lengths) of padded sequences, self-attention with n = m.
+
+    Every batch has padding, and most a sequence of length 0; the square ones (d_k = d_v = n)
+    show the transposes. Small ones are compared with finite differences, the two overflow
+    cases (scores of about 1e4, query rows of very different sizes) with the analytic gradients.
+    """
+    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 1)
+    cases = []
+    for label, lengths, n, d_k, d_v, spread in (
+            ("small", (3, 1), 3, 3, 3, 1.0), ("small", (4, 2, 0), 4, 3, 5, 1.5),
+            ("small", (5, 3), 5, 2, 4, 1.0), ("small", (2, 0), 3, 4, 2, 2.0),
+            ("large", (6, 4, 0), 6, 3, 2, 3000.0),
+            ("large", (5, 3), 5, 4, 3, np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]]))):
+        b = len(lengths)
+        q = rng.normal(size=(b, n, d_k)) * spread
+        k, v, d_out = rng.normal(size=(b, n, d_k)), rng.normal(size=(b, n, d_v)), rng.normal(size=(b, n, d_v))
+        cases.append((label, q, k, v, d_out, np.array(lengths)))
+    fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
+    n = int(fresh.integers(3, 6))
+    q, k, v, d_out = (fresh.normal(size=(2, n, d)) for d in (3, 3, 2, 2))
+    cases.append(("small", q, k, v, d_out, np.array([n - 1, int(fresh.integers(0, n))])))
     return cases
 
 
@@ -244,16 +272,33 @@ def _check_backward(fn, what, masked, seed=None):
         return result
     names = ("dQ", "dK", "dV")
     note = ""
-    for label, q, k, v, d_out, mask in _backward_cases(masked, seed):
-        args = (q, k, v, d_out) + ((mask,) if masked else ())
+    for label, q, k, v, d_out, lengths in _backward_cases(masked, seed):
+        mask = _pair_mask(lengths, q.shape[-2]) if masked else None
+        args = (q, k, v, d_out) + ((lengths,) if masked else ())
         call = _call_student(fn, *args)
         if call.used:
             return _used_library(call, what)
+        if masked and isinstance(call.error, (ValueError, IndexError)) and f"({len(lengths)},)" in str(call.error):
+            return _incorrect(
+                "lengths_as_mask",
+                f"Your {what} raised {type(call.error).__name__} ({str(call.error)[:100]}). lengths "
+                f"is not a mask: it holds one number per sequence, shape ({len(lengths)},), and the "
+                "mask of allowed (query, key) pairs is yours to build from it.",
+            )
+        if masked and isinstance(call.error, ValueError) and ("remapped shapes" in str(call.error)
+                                                             or "matmul" in str(call.error)):
+            return _incorrect(
+                "transpose_of_batch",
+                f"Your {what} raised ValueError in a matrix product ({str(call.error)[:80]}...). The "
+                "arrays have a batch axis in front, (B, n, d): .T reverses all three axes, not the "
+                "last two; np.swapaxes(a, -1, -2) swaps only the last two.",
+            )
         if call.error is not None:
             return _raised(call, what)
         shapes = (q.shape, k.shape, v.shape)
         got = _as_triple(call.value, shapes)
-        sizes = f"q {q.shape}, k {k.shape}, v {v.shape}, d_out {d_out.shape}"
+        sizes = f"q {q.shape}, k {k.shape}, v {v.shape}, d_out {d_out.shape}" + (
+            f", lengths {list(lengths)}" if masked else "")
         if got is None:
             return _incorrect(
                 "wrong_shape",
@@ -276,12 +321,11 @@ def _check_backward(fn, what, masked, seed=None):
                 return _incorrect("precision", message)
         if not finite or (call.warned and label == "large"):
             if masked and label == "small":
-                empty = ~mask.any(axis=-1)
                 return _incorrect(
                     "nan_for_masked_row",
-                    f"Your gradients contain NaN or infinity. Query row {int(np.argmax(empty))} has "
-                    "no allowed key: its softmax is 0 / 0 unless you guard it. A fully masked row "
-                    "has an all-zero output and passes no gradient back.",
+                    f"Your gradients contain NaN or infinity for lengths {list(lengths)}. A padding "
+                    "query (or any query of a sequence of length 0) has no allowed key: its softmax "
+                    "is 0 / 0 unless you guard it. Its output is all zero, so it passes no gradient back.",
                 )
             return _overflow(call, what, f" for {sizes} with scores of about 1e4")
         mistakes = [(n, g) for n, g in variants.items() if n != "right"]
@@ -292,6 +336,23 @@ def _check_backward(fn, what, masked, seed=None):
             if not _close3(grads, reference) and _close3(got, grads):
                 return _incorrect(name, _BACKWARD_MESSAGES[name])
         if masked:
+            real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+            keys_only = _backward_variants(q, k, v, d_out, np.broadcast_to(real[:, None, :], mask.shape))["right"]
+            queries_only = _backward_variants(q, k, v, d_out, np.broadcast_to(real[:, :, None], mask.shape))["right"]
+            if _close3(got, keys_only):
+                return _incorrect(
+                    "padded_queries_pass_gradient",
+                    "Your padding keys are blocked, but the padding queries still attend and send "
+                    "gradient back. A padding query asks nothing: its output is all zero, and so is "
+                    "every gradient it sends.",
+                )
+            if _close3(got, queries_only):
+                return _incorrect(
+                    "padded_keys_get_gradient",
+                    "Your padding queries send nothing back, but the real queries still attend to the "
+                    "padding keys: those keys get a dK and a dV. A real token attends only to the real "
+                    "tokens of its sequence.",
+                )
             ignored = _backward_variants(q, k, v, d_out, None)["right"]
             inverted = _backward_variants(q, k, v, d_out, ~mask)["right"]
             if _close3(got, ignored):
@@ -523,13 +584,17 @@ def check_attention_backward(fn, seed=None):
 
 @_never_raise
 def check_masked_backward(fn, seed=None):
-    """Check a student's ``masked_backward(q, k, v, d_out, mask) -> (d_q, d_k, d_v)``.
+    """Check a student's ``padded_backward(q, k, v, d_out, lengths) -> (d_q, d_k, d_v)``.
 
-    ``mask`` is boolean (n, m), True = may attend. Every probe has one query
-    row with no allowed key: its output is all zero (nothing to attend to), so
-    it passes no gradient back (zeros, not NaN). Compared with finite
-    differences on four random cases, then with the analytic gradients on two
-    overflow cases (scores of about 1e4, query rows of very different sizes).
+    The backward pass of E5's padded attention: q, k (B, n, d_k), v, d_out
+    (B, n, d_v) for a batch of B sequences filled up to n tokens, and ``lengths``
+    (B,) the number of real tokens of each. A real query attends to the real keys
+    of its own sequence; a padding query (and every query of a sequence of length
+    0) has an all-zero output, so it passes no gradient back (zeros, not NaN), and
+    padding keys get no gradient. Notebooks 09 and 10 take a mask for one sequence;
+    here it is built from the lengths, on both sides, for a batch. Compared with
+    finite differences on five random batches, then with the analytic gradients on
+    two overflow cases (scores of about 1e4, query rows of very different sizes).
 
     Parameters
     ----------
@@ -541,16 +606,20 @@ def check_masked_backward(fn, seed=None):
     -------
     CheckResult
         Mistakes recognised: ``not_callable``, ``reaches_library``,
-        ``used_library``, ``raises``, ``wrong_shape``, ``nan_for_masked_row``,
-        ``overflow``, the mistakes of :func:`check_attention_backward`,
-        ``masked_with_zero`` (blocked scores 0), ``masked_with_large_negative``
-        (-1e9: a fully masked row sends gradient back), ``mask_after_softmax``,
-        ``mask_ignored``, ``mask_inverted``, ``wrong_values``.
+        ``used_library``, ``raises``, ``lengths_as_mask``, ``transpose_of_batch``
+        (``.T`` on a (B, n, d) array), ``wrong_shape``,
+        ``nan_for_masked_row``, ``overflow``, the mistakes of the unmasked
+        backward pass, ``masked_with_zero`` (blocked scores 0),
+        ``masked_with_large_negative`` (-1e9: a fully masked row sends gradient
+        back), ``mask_after_softmax``, ``padded_queries_pass_gradient``,
+        ``padded_keys_get_gradient``, ``mask_ignored``, ``mask_inverted``,
+        ``wrong_values``.
 
     """
-    result = _check_backward(fn, "masked_backward", masked=True, seed=seed)
+    result = _check_backward(fn, "padded_backward", masked=True, seed=seed)
     return result if isinstance(result, CheckResult) else _correct(
-        "Right: your gradients match finite differences, and a fully masked row passes back zeros." + result
+        "Right: your gradients match finite differences, padding passes back and receives nothing, and "
+        "a sequence of length 0 gives zeros." + result
     )
 
 
