@@ -986,82 +986,50 @@ def good_self_attention(x, w_q, w_k, w_v):
     return w @ v
 
 
-class GoodSelfAttention:
-    def __init__(self, w_q, w_k, w_v):
-        self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
-
-    def forward(self, x):
-        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
-
-
-class CallableSelfAttention(GoodSelfAttention):
-    forward = None
-
-    def __call__(self, x):
-        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
+def good_new_token(x_new, keys, values, w_q, w_k, w_v):
+    """E4 exercise 3: one new token's context from the cache, and the grown cache."""
+    keys, values = np.vstack([keys, x_new @ w_k]), np.vstack([values, x_new @ w_v])
+    w = good_softmax(keys @ (x_new @ w_q) / np.sqrt(keys.shape[1]))
+    return w @ values, keys, values
 
 
-def self_attention_with(scale=None, axis=-1, transpose=True, swap=False, weights=False, project_v=True):
-    def fn(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, (x @ w_v if project_v else x)
-        s = (k @ q.T if swap else q @ (k.T if transpose else k))
-        w = softmax(s * (1 / np.sqrt(k.shape[-1]) if scale is None else scale(x, w_q)), axis=axis)
-        return w if weights else w @ v
+def new_token_with(scale=None, own=True, project_v=True):
+    def fn(x_new, keys, values, w_q, w_k, w_v):
+        k_all, v_all = np.vstack([keys, x_new @ w_k]), np.vstack([values, x_new @ w_v if project_v else x_new])
+        use_k, use_v = (k_all, v_all) if own else (keys, values)
+        c = 1 / np.sqrt(w_k.shape[1]) if scale is None else scale(w_q)
+        return good_softmax(use_k @ (x_new @ w_q) * c) @ use_v, k_all, np.vstack([values, x_new @ w_v])
 
     return fn
 
 
 def test_self_attention_right():
-    assert_correct(check_self_attention(good_self_attention))
-    assert_correct(check_self_attention(GoodSelfAttention))
-    assert_correct(check_self_attention(CallableSelfAttention))
-    assert_correct(check_self_attention(lambda x, wq, wk, wv: (good_self_attention(x, wq, wk, wv), "weights")))
-    np.testing.assert_allclose(
-        good_self_attention(XJ, WQJ, WKJ, JOURNEY.w_v),
-        sdpa(JOURNEY.q, JOURNEY.k, JOURNEY.v)[0],
-    )
+    assert_correct(check_self_attention(good_new_token))
+    assert_correct(check_self_attention(lambda *a: list(good_new_token(*a))))
+    # the last row of notebook 04's whole-sentence forward pass equals the new token's context
+    x7 = np.vstack([XJ, [0.91, 0.12, 0.65]])
+    last = good_self_attention(x7, WQJ, WKJ, JOURNEY.w_v)[-1]
+    context, _, _ = good_new_token(x7[-1], XJ @ WKJ, XJ @ JOURNEY.w_v, WQJ, WKJ, JOURNEY.w_v)
+    np.testing.assert_allclose(context, last, atol=1e-12)
 
 
 @pytest.mark.parametrize(
     "fn, name",
     [
-        (self_attention_with(scale=lambda x, w: 1.0), "unscaled"),
-        (self_attention_with(scale=lambda x, w: 1 / w.shape[1]), "divided_by_d_k"),
-        (self_attention_with(scale=lambda x, w: 1 / np.sqrt(w.shape[0])), "scaled_by_d_in"),
-        (self_attention_with(axis=0), "wrong_axis"),
-        (self_attention_with(transpose=False), "raises"),  # journey: (6, 2) @ (6, 2) cannot be computed
-        (self_attention_with(swap=True), "swapped_q_k"),
-        (self_attention_with(weights=True), "returned_weights"),
-        (self_attention_with(project_v=False), "unprojected_values"),
-        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv).T, "wrong_shape"),
-        (lambda x, wq, wk, wv: "context", "wrong_shape"),
-        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv) + 1, "wrong_values"),
-        (lambda x: x, "raises"),
-        ("SelfAttention", "not_callable"),
+        (new_token_with(scale=lambda w: 1.0), "unscaled"),
+        (new_token_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
+        (new_token_with(scale=lambda w: 1 / np.sqrt(w.shape[0])), "scaled_by_d_in"),
+        (new_token_with(own=False), "forgot_own_key"),
+        (lambda *a: good_new_token(*a)[0], "cache_not_returned"),
+        (lambda *a: (good_new_token(*a)[0], a[1], a[2]), "cache_not_grown"),
+        (good_self_attention, "whole_sentence_signature"),  # notebook 04's forward pass
+        (lambda *a: (good_new_token(*a)[0] + 1,) + good_new_token(*a)[1:], "wrong_values"),
+        (lambda *a: 1 / 0, "raises"),
+        ("attend_new_token", "not_callable"),
     ],
 )
 def test_self_attention_mistakes(fn, name):
     assert_mistake(check_self_attention(fn), name)
-
-
-def test_self_attention_no_transpose_seen_on_the_square_case():
-    # q @ k only has a shape when n = d_out: the second, seeded case (4 x 4).
-    def no_transpose_when_possible(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        if q.shape[0] != k.shape[1]:
-            return good_self_attention(x, w_q, w_k, w_v)
-        return softmax(q @ k / np.sqrt(k.shape[-1])) @ v
-
-    assert_mistake(check_self_attention(no_transpose_when_possible), "no_transpose")
-
-    def weights_when_square(x, w_q, w_k, w_v):
-        out = good_self_attention(x, w_q, w_k, w_v)
-        if x.shape[0] != w_q.shape[1]:
-            return out
-        q, k = x @ w_q, x @ w_k
-        return softmax(q @ k.T / np.sqrt(k.shape[-1]))
-
-    assert_mistake(check_self_attention(weights_when_square), "returned_weights")
 
 
 def test_self_attention_not_yet():

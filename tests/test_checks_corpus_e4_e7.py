@@ -193,8 +193,53 @@ class SAStoresKernel:
         return self.kernel(q @ k.T / math.sqrt(k.shape[-1])) @ v
 
 
+def dec_with(scale=None, own=True, grow=True, first=False, key_w="k", project_v=True, weights=False,
+             softmax=own_softmax, ret="all"):
+    """E4 exercise 3, attend_new_token, or one of its mistakes."""
+
+    def fn(x_new, keys, values, w_q, w_k, w_v):
+        q = x_new @ w_q
+        k = x_new @ (w_q if key_w == "q" else w_k)
+        v = x_new @ w_v if project_v else x_new
+        new_k = np.vstack([k, keys] if first else [keys, k])
+        new_v = np.vstack([v, values] if first else [values, v])
+        use_k, use_v = (new_k, new_v) if own else (keys, values)
+        c = 1 / math.sqrt(w_k.shape[1]) if scale is None else scale(w_q)
+        w = softmax(use_k @ q * c)
+        context = w if weights else w @ use_v
+        if ret == "context":
+            return context
+        return (context, new_k, new_v) if grow else (context, keys, values)
+
+    return fn
+
+
+def dec_right(x_new, keys, values, w_q, w_k, w_v):
+    return dec_with()(x_new, keys, values, w_q, w_k, w_v)
+
+
+def dec_loops(x_new, keys, values, w_q, w_k, w_v):
+    """Key by key, with Python sums (notebook 01's first form)."""
+    q = [sum(x_new[i] * w_q[i, c] for i in range(len(x_new))) for c in range(w_q.shape[1])]
+    keys = np.vstack([keys, x_new @ w_k])
+    values = np.vstack([values, x_new @ w_v])
+    scores = [sum(a * b for a, b in zip(q, key)) / math.sqrt(len(q)) for key in keys]
+    exps = [math.exp(s) for s in scores]
+    weights = [e / sum(exps) for e in exps]
+    return sum(w * row for w, row in zip(weights, values)), keys, values
+
+
+def dec_whole_sentence(x_new, keys, values, w_q, w_k, w_v):
+    """Notebook 04's way: the last row of self-attention over every token (here from the cache)."""
+    q_all = np.vstack([np.zeros((len(keys), w_q.shape[1])), x_new @ w_q])
+    k_all, v_all = np.vstack([keys, x_new @ w_k]), np.vstack([values, x_new @ w_v])
+    s = q_all @ k_all.T / np.sqrt(k_all.shape[1])
+    e = np.exp(s)
+    return (e / e.sum(axis=-1, keepdims=True) @ v_all)[-1], k_all, v_all
+
+
 def _visible_e4():
-    return [args for _, args in e4_journey._self_attention_cases()]  # every probe, filled before the check
+    return [args for _, *args in e4_journey._decode_cases()]  # every probe, filled before the check
 
 
 E4_WRONG = [
@@ -235,38 +280,35 @@ E4_WRONG = [
     (check_journey_weights_row, W[2][:, None], "wrong_shape"),
     (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
     # exercise 3: the forward pass
-    (check_self_attention, lambda x, wq, wk, wv: helpers.attention.scaled_dot_product_attention(
-        x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
-    (check_self_attention, lambda x, wq, wk, wv: imported_sdpa(x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
-    (check_self_attention, sa_with(softmax=lambda s, axis=-1: imported_softmax(s, axis=axis)), "reaches_library"),
-    (check_self_attention, sa_with(softmax=lambda s, axis=-1: helpers.attention.core.softmax(s, axis)),
+    (check_self_attention, lambda xn, k, v, wq, wk, wv: helpers.attention.softmax(
+        np.vstack([k, xn @ wk]) @ (xn @ wq)) @ np.vstack([v, xn @ wv]), "reaches_library"),
+    (check_self_attention, dec_with(softmax=lambda s, axis=-1: imported_softmax(s, axis=axis)), "reaches_library"),
+    (check_self_attention, dec_with(softmax=lambda s, axis=-1: helpers.attention.core.softmax(s, axis)),
      "reaches_library"),
-    (check_self_attention, lambda x, wq, wk, wv: COPIED_SDPA(x @ wq, x @ wk, x @ wv)[0], "reaches_library"),
-    (check_self_attention, in_a_thread(lambda x, wq, wk, wv: imported_sdpa(x @ wq, x @ wk, x @ wv)[0]),
-     "reaches_library"),
-    (check_self_attention, lambda x, wq, wk, wv: POOL.submit(sa_right, x, wq, wk, wv).result(), "reaches_library"),
-    (check_self_attention, SALibraryClass, "reaches_library"),
-    (check_self_attention, SAStoresKernel, "reaches_library"),
-    (check_self_attention, lookup_table(_visible_e4(), sa_right), None),
-    (check_self_attention, sa_with(scale=lambda w: 1.0), "unscaled"),
-    (check_self_attention, sa_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
-    (check_self_attention, sa_with(scale=lambda w: 1 / math.sqrt(w.shape[0])), "scaled_by_d_in"),
-    (check_self_attention, sa_with(axis=0), "wrong_axis"),
-    (check_self_attention, sa_with(transpose=False), "raises"),
-    (check_self_attention, sa_with(swap=True), "swapped_q_k"),
-    (check_self_attention, sa_with(weights=True), "returned_weights"),
-    (check_self_attention, sa_with(project_v=False), "unprojected_values"),
-    (check_self_attention, sa_keepdims("sum"), "missing_keepdims"),
-    (check_self_attention, sa_keepdims("both"), "missing_keepdims"),
-    (check_self_attention, sa_max_of_two, "max_of_two_arrays"),
-    (check_self_attention, sa_nan, "not_finite"),
-    (check_self_attention, sa_with(scale=lambda w: 1e3, softmax=naive_softmax), "overflow"),  # multiplies
-    (check_self_attention, lambda x, wq, wk, wv: e4_journey._self_attention_cases and sa_right(x, wq, wk, wv),
-     "reaches_library"),
-    (check_self_attention, SAClass(JOURNEY.w_q, JOURNEY.w_k, JOURNEY.w_v), "instance_not_class"),
-    (check_self_attention, "self_attention", "not_callable"),
-    (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).astype(np.float16), "precision"),
-    (check_self_attention, lambda x, wq, wk, wv: sa_right(x, wq, wk, wv).T, "wrong_shape"),
+    (check_self_attention, dec_with(softmax=lambda s: COPIED_SOFTMAX(s)), "reaches_library"),
+    (check_self_attention, in_a_thread(dec_right), "reaches_library"),
+    (check_self_attention, lambda *a: POOL.submit(dec_right, *a).result(), "reaches_library"),
+    (check_self_attention, lookup_table(_visible_e4(), dec_right), None),
+    (check_self_attention, dec_with(scale=lambda w: 1.0), "unscaled"),
+    (check_self_attention, dec_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
+    (check_self_attention, dec_with(scale=lambda w: 1 / math.sqrt(w.shape[0])), "scaled_by_d_in"),
+    (check_self_attention, dec_with(own=False), "forgot_own_key"),
+    (check_self_attention, dec_with(grow=False), "cache_not_grown"),
+    (check_self_attention, dec_with(first=True), "new_token_first"),
+    (check_self_attention, dec_with(key_w="q"), "key_from_w_q"),
+    (check_self_attention, dec_with(project_v=False), None),
+    (check_self_attention, dec_with(weights=True), None),
+    (check_self_attention, dec_with(ret="context"), "cache_not_returned"),
+    (check_self_attention, lambda *a: (lambda c, k, v: (c, v, k))(*dec_right(*a)), None),
+    (check_self_attention, dec_with(scale=lambda w: 1e3, softmax=naive_softmax), "overflow"),  # multiplies
+    (check_self_attention, lambda xn, k, v, wq, wk, wv: dec_right(xn, k, v, wq, wk, wv * 0 + np.nan), "not_finite"),
+    (check_self_attention, lambda xn, k, v, wq, wk, wv: dec_right(xn, k, v, wq, wk, wv) + (1,), "wrong_shape"),
+    # notebook 04's forward pass and class, as the lecture writes them
+    (check_self_attention, sa_right, "whole_sentence_signature"),
+    (check_self_attention, SAClass, "whole_sentence_signature"),
+    (check_self_attention, SAClass(JOURNEY.w_q, JOURNEY.w_k, JOURNEY.w_v), "not_callable"),
+    (check_self_attention, "attend_new_token", "not_callable"),
+    (check_self_attention, lambda *a: tuple(np.asarray(x, np.float16) for x in dec_right(*a)), "precision"),
     # exercise 4: the expected variance
     (lambda a: check_journey_variance_d100(*a), (100, 1), "unit_variance"),  # notebook 08's case
     (lambda a: check_journey_variance_d100(*a), (100 * math.sqrt(6), math.sqrt(6)), "std_of_queries"),
@@ -293,12 +335,14 @@ E4_RIGHT = [
     (check_journey_weights_row, helpers.attention.softmax(S[2] / math.sqrt(2))),  # a hand answer: lessons 01-04
     (check_journey_weights_row, naive_softmax(S[2] / np.sqrt(2)).astype(np.float32)),
     (check_journey_weights_row, W[2].round(5)),
-    (check_self_attention, sa_right),
-    (check_self_attention, sa_with(softmax=naive_softmax)),
-    (check_self_attention, SAClass),
-    (check_self_attention, lambda x, wq, wk, wv: (sa_right(x, wq, wk, wv), "weights")),
-    (check_self_attention, lambda x, wq, wk, wv: sa_right(x.astype(np.float32), wq.astype(np.float32),
-                                                           wk.astype(np.float32), wv.astype(np.float32))),
+    (check_self_attention, dec_right),
+    (check_self_attention, dec_with(softmax=naive_softmax)),
+    (check_self_attention, dec_loops),
+    (check_self_attention, dec_whole_sentence),
+    (check_self_attention, lambda *a: list(dec_right(*a))),
+    (check_self_attention, lambda *a: (lambda c, k, v: (c[None, :], k, v))(*dec_right(*a))),  # a (1, d_v) context
+    (check_self_attention, lambda xn, k, v, wq, wk, wv: dec_right(*(np.asarray(x, np.float32)
+                                                                   for x in (xn, k, v, wq, wk, wv)))),
     (lambda a: check_journey_variance_d100(*a), (600, 6)),
     (lambda a: check_journey_variance_d100(*a), (100 * 3.0 * 2.0, 600 / math.sqrt(100) ** 2)),
 ]
@@ -985,7 +1029,7 @@ def test_overflow_messages_give_the_fix():
 def test_no_catch_all_message_gives_the_recipe():
     # The messages of unrecognised answers name no formula: no "exp(", "max(m_a", "P^T dO", "-inf then".
     catch_alls = [
-        check_self_attention(lambda x, wq, wk, wv: sa_right(x, wq, wk, wv) + 1),
+        check_self_attention(lambda *a: (lambda c, k, v: (c + 1, k, v))(*dec_right(*a))),
         check_stable_softmax(lambda x: own_softmax(x)[..., ::-1]),
         check_stable_softmax(lambda x, axis=-1, where=None: sm_where(x, axis, where) * (1 if where is None else 2)),
         check_masked_attention(lambda q, k, v, n: padded_batched(q, k, v, n) * 2),
@@ -1032,18 +1076,16 @@ def test_lessons_suffice_e4_exercise_2():
 
 
 def test_lessons_suffice_e4_exercise_3():
-    # Lesson 04's class, with lesson 01's softmax by hand (no max subtraction: that is lesson 06).
-    class SelfAttention:
-        def __init__(self, w_q, w_k, w_v):
-            self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
+    # Lesson 04's projections and scaled scores, lesson 01's softmax by hand (no max subtraction:
+    # that is lesson 06), np.vstack to add a row.
+    def attend_new_token(x_new, keys, values, w_q, w_k, w_v):
+        keys = np.vstack([keys, x_new @ w_k])
+        values = np.vstack([values, x_new @ w_v])
+        scores = keys @ (x_new @ w_q) / np.sqrt(keys.shape[1])
+        exps = np.exp(scores)
+        return exps / exps.sum() @ values, keys, values
 
-        def forward(self, x):
-            q, k, v = x @ self.w_q, x @ self.w_k, x @ self.w_v
-            scores = q @ k.T / np.sqrt(q.shape[-1])
-            exps = np.exp(scores)
-            return exps / exps.sum(axis=-1, keepdims=True) @ v
-
-    assert check_self_attention(SelfAttention)
+    assert check_self_attention(attend_new_token)
 
 
 def test_e4_probes_stay_below_overflow():

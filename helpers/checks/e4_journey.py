@@ -253,7 +253,8 @@ def _self_attention_cases(seed=None):
     rng = np.random.default_rng(43)
     n, d_in, d_out = 4, 5, 4
     square = (rng.normal(size=(n, d_in)),) + tuple(rng.normal(size=(d_in, d_out)) for _ in range(3))
-    cases = [("the journey example", (ex.inputs, ex.w_q, ex.w_k, ex.w_v)),
+    cases = [(f"the journey sentence with {NEW_TOKEN!r} appended",
+              (np.vstack([ex.inputs, NEW_INPUT]), ex.w_q, ex.w_k, ex.w_v)),
              (f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", square)]
     hidden = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
     for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 0.5), (5, 4, 3, 1.5), (1, 4, 2, 1.0)):
@@ -282,180 +283,204 @@ ESTIMATE_RTOL = 0.3
 simulated estimate (a sample), and refused as such: the task asks for the expectation."""
 
 
-def _run_self_attention(fn, x, w_q, w_k, w_v):
-    """Call a function ``fn(x, w_q, w_k, w_v)``, or a class ``fn(w_q, w_k, w_v)`` then ``.forward(x)``."""
-    if isinstance(fn, type):
-        made = _call_student(fn, w_q, w_k, w_v)
-        if made.error is not None or made.used:
-            return made
-        obj = made.value
-        method = getattr(obj, "forward", None)
-        return _call_student(method if callable(method) else obj, x)
-    return _call_student(fn, x, w_q, w_k, w_v)
+def _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=None, own=True):
+    """The new token's context and the grown cache (``own``=False: it does not attend to itself)."""
+    q, k, v = x_new @ w_q, x_new @ w_k, x_new @ w_v     # (d_k,), (d_k,), (d_v,)
+    all_k, all_v = np.vstack([keys, k]), np.vstack([values, v])
+    use_k, use_v = (all_k, all_v) if own else (keys, values)
+    scale = 1 / math.sqrt(w_k.shape[1]) if scale is None else scale
+    w = attention.softmax(use_k @ q * scale)           # (n + 1,)
+    return w @ use_v, all_k, all_v, w
 
 
-def _softmax_rows_no_keepdims(s, where):
-    """The softmax a missing ``keepdims=True`` gives on a square score matrix (no error is raised)."""
-    top = s.max(axis=-1, keepdims=where not in ("max", "both"))
-    e = np.exp(s - top)
-    total = e.sum(axis=-1, keepdims=where not in ("sum", "both"))
-    return e / total
+def _decode_cases(seed=None):
+    """``(label, x_new, keys, values, w_q, w_k, w_v)``: the cache of every probe of
+    :func:`_self_attention_cases` but its last token, which is the new one."""
+    cases = []
+    for label, (x, w_q, w_k, w_v) in _self_attention_cases(seed):
+        if x.shape[0] < 2:
+            x = np.vstack([x, 0.5 * x])                  # a cache of one token
+        old = x[:-1]
+        cases.append((label, x[-1], old @ w_k, old @ w_v, w_q, w_k, w_v))
+    return cases
 
 
-def _not_a_function(fn):
-    """The message for a self_attention answer that is neither a function nor a class."""
-    if fn is None:
+def _as_decode(value, d_v, n_new, d_k):
+    """The student's (context, keys, values) as float arrays, or None; a (1, d_v) context is read as (d_v,)."""
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
         return None
-    if isinstance(fn, type) or callable(fn):
+    parts = [_float_result(a) for a in value]
+    if any(a is None for a in parts):
         return None
-    if hasattr(fn, "forward"):
-        return _incorrect(
-            "instance_not_class",
-            "You passed an object made from your class (an instance, with its own weights). Pass "
-            "the class itself, self_attention = SelfAttention (no parentheses): the check builds it "
-            "with each case's weights and calls its forward(x).",
-        )
-    return _incorrect(
-        "not_callable",
-        "This check needs your function self_attention or your class SelfAttention itself (its "
-        f"name, without parentheses); got a {type(fn).__name__}.",
-    )
+    context, keys, values = parts
+    if context.size == d_v:
+        context = context.reshape(d_v)
+    if context.shape != (d_v,) or keys.shape != (n_new, d_k) or values.shape != (n_new, d_v):
+        return None
+    return context, keys, values
 
 
 @_never_raise
 def check_self_attention(fn, seed=None):
-    """Check a student's self-attention forward pass (the "journey" document's SelfAttention).
+    """Check a student's ``attend_new_token(x_new, keys, values, w_q, w_k, w_v)``: one decoding step.
 
-    ``fn`` is a function ``self_attention(x, w_q, w_k, w_v)`` returning the
-    context vectors, shape (n, d_out) (or a tuple whose first item is them), or a
-    class whose constructor takes ``(w_q, w_k, w_v)`` and whose instances have a
-    ``forward(x)`` method (or are callable). It is run on the journey example
-    (n = 6, d_in = 3, d_out = 2), on a seeded case with n = d_out = 4, d_in = 5,
-    where a missing transpose and returned weights have the shape of the right
-    answer, on four cases the notebook does not show (other shapes, 33 tokens,
-    one token, one input row larger than the rest), and on one case drawn anew at
-    each run (so that no table of the probes can pass). Every score stays below
-    ``MAX_SCORE`` = 100, so a softmax written as in notebook 01, without the max
+    The keys (n, d_k) and values (n, d_v) of the tokens so far are kept (a cache);
+    a new token with input ``x_new`` (d_in,) arrives. The function returns the
+    tuple ``(context, keys, values)``: the new token's context vector (d_v,), from
+    its query against all n + 1 keys (its own included), scaled by sqrt(d_k), and
+    the cache grown by its key and value, (n + 1, d_k) and (n + 1, d_v). The old
+    inputs are not passed: the old keys and values are not recomputed. Notebook 04
+    computes all the tokens at once from their inputs. Run on the journey sentence
+    with the token "forward" appended (``NEW_INPUT``), a seeded case, four cases the
+    notebook does not show (other shapes, 33 tokens, a cache of one token, one input
+    row larger than the rest) and one case drawn anew at each run. Every score stays
+    below ``MAX_SCORE`` = 100, so the softmax of notebook 01, without the max
     subtraction, passes. The answer is read first by
     :func:`helpers.checks._core.static_refusal`; while it runs, the kernels of
     :mod:`helpers.attention` are replaced by recording stand-ins.
 
     Parameters
     ----------
-    fn : callable or class
+    fn : callable
     seed : int, optional
         The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``instance_not_class``,
-        ``reaches_library`` (refused before running), ``used_library`` (called a
-        kernel), ``raises`` (and the named ``max_of_two_arrays``,
-        ``missing_keepdims``), ``overflow`` (NumPy warned of an overflow),
-        ``not_finite`` (NaN or inf without an overflow: a division by zero),
-        ``unscaled``, ``divided_by_d_k``, ``scaled_by_d_in``,
-        ``wrong_axis``, ``no_transpose``, ``swapped_q_k``, ``softmax_whole_matrix``,
-        ``missing_keepdims`` (a square case, where no error is raised),
-        ``returned_weights``, ``unprojected_values``, ``wrong_shape``, ``wrong_values``.
-        A float32 result within ``FLOAT32_TOL`` is accepted with a note on precision.
+        Mistakes recognised: ``not_callable``, ``reaches_library``,
+        ``used_library``, ``raises`` (and the named ones), ``whole_sentence_signature``
+        (a function of the whole sentence's inputs, as in notebook 04),
+        ``cache_not_returned`` (the context alone), ``wrong_shape``, ``overflow``,
+        ``not_finite``, ``cache_not_grown``, ``new_token_first``,
+        ``keys_values_swapped``, ``key_from_w_q``, ``forgot_own_key``, ``unscaled``,
+        ``divided_by_d_k``, ``scaled_by_d_in``, ``unprojected_value``,
+        ``wrong_values``. A float32 result within ``FLOAT32_TOL`` is accepted with a
+        note on precision.
     """
-    if fn is None:
-        return _check_callable(fn, "self_attention")
-    result = _not_a_function(fn)
+    what = "attend_new_token"
+    result = _check_callable(fn, what)
     if result is not None:
         return result
-    sm = attention.softmax
+    if isinstance(fn, type):
+        return _incorrect(
+            "whole_sentence_signature",
+            "You passed a class. The task asks for a function attend_new_token(x_new, keys, values, "
+            "w_q, w_k, w_v) that handles one new token, given the keys and values kept so far.",
+        )
     note = ""
-    for case, (x, w_q, w_k, w_v) in _self_attention_cases(seed):
-        call = _run_self_attention(fn, x, w_q, w_k, w_v)
+    for case, x_new, keys, values, w_q, w_k, w_v in _decode_cases(seed):
+        call = _call_student(fn, x_new, keys, values, w_q, w_k, w_v)
         if call.used:
-            return _used_library(call, "self-attention")
+            return _used_library(call, what)
+        if isinstance(call.error, TypeError) and "positional argument" in str(call.error):
+            return _incorrect(
+                "whole_sentence_signature",
+                f"Your function does not take the six arguments ({call.error}). The task asks for "
+                "attend_new_token(x_new, keys, values, w_q, w_k, w_v): one new token, given the keys "
+                "and values kept so far, not the whole sentence's inputs.",
+            )
         if call.error is not None:
-            return _raised(call, "self-attention")
-        value = call.value
-        if isinstance(value, tuple) and len(value) >= 1:
-            value = value[0]
-        got = _float_result(value)
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        d_in, d_out = w_q.shape
-        weights = sm(q @ k.T / math.sqrt(d_out))
-        expected = weights @ v
-        if got is not None and _close(got, expected, CODE_TOL, CODE_TOL):
-            continue
+            return _raised(call, what)
+        n, d_k = keys.shape
+        d_in, d_v = w_v.shape
+        expected, all_k, all_v, weights = _decode_reference(x_new, keys, values, w_q, w_k, w_v)
+        got = _as_decode(call.value, d_v, n + 1, d_k)
         if got is None:
+            value = call.value
+            single = _float_result(value)
+            if single is not None and single.size == d_v:
+                return _incorrect(
+                    "cache_not_returned",
+                    "You returned the context vector alone. Return the tuple (context, keys, values): "
+                    "the cache grown by the new token, so that the next token can attend to it.",
+                )
+            if isinstance(value, (tuple, list)) and len(value) == 3:
+                shapes = [getattr(_float_result(a), "shape", None) for a in value]
+                k_shape = shapes[1]
+                if k_shape == (n, d_k):
+                    return _incorrect(
+                        "cache_not_grown",
+                        f"On {case} the keys and values you return are the {n} you were given; the new "
+                        "token's key and value belong in them too, so that the next token can attend to it.",
+                    )
+                if k_shape == (n + 1, d_v) and shapes[2] == (n + 1, d_k) and d_k != d_v:
+                    return _incorrect("keys_values_swapped", "You returned the values where the keys "
+                                      "belong and the keys where the values belong.")
             return _incorrect(
                 "wrong_shape",
-                f"On {case} your function returned a {type(value).__name__}; it should return the "
-                f"context vectors, an array of shape {expected.shape} (n, d_out).",
+                f"On {case} (n = {n} tokens so far, d_k = {d_k}, d_v = {d_v}) your function should "
+                f"return a tuple (context, keys, values) of shapes ({d_v},), ({n + 1}, {d_k}) and "
+                f"({n + 1}, {d_v}).",
             )
+        context, got_k, got_v = got
+        right_cache = _close(got_k, all_k, CODE_TOL, CODE_TOL) and _close(got_v, all_v, CODE_TOL, CODE_TOL)
+        if right_cache and _close(context, expected, CODE_TOL, CODE_TOL):
+            continue
         if call.overflowed:
-            return _overflow(call, "self-attention", f" on {case}")
-        if _broke(call, got):
+            return _overflow(call, what, f" on {case}")
+        if _broke(call, context):
             return _incorrect(
                 "not_finite",
-                f"Your self-attention returns NaN or infinity on {case}, although every score there "
-                f"is below {MAX_SCORE:g} in size, so np.exp cannot overflow. Look for a division by "
-                "zero: a square root of 0, a sum of 0, or a width taken from the wrong axis.",
+                f"Your context vector is NaN or infinity on {case}, although every score there is below "
+                f"{MAX_SCORE:g} in size, so np.exp cannot overflow. Look for a division by zero: a "
+                "square root of 0, a sum of 0, or a width taken from the wrong axis.",
             )
-        dtype = _low_precision(value)
-        if dtype is not None and got.shape == expected.shape:
-            ok, message = _precision_verdict(dtype, got, expected, "self-attention")
+        dtype = next((t for t in map(_low_precision, call.value) if t is not None), None)
+        if dtype is not None:
+            ok, message = _precision_verdict(dtype, np.concatenate([context, got_k.ravel(), got_v.ravel()]),
+                                             np.concatenate([expected, all_k.ravel(), all_v.ravel()]),
+                                             "attend_new_token")
             if ok:
                 note = message
                 continue
             if message:
                 return _incorrect("precision", message)
-        s = q @ k.T / math.sqrt(d_out)
+        k_new, v_new = x_new @ w_k, x_new @ w_v
+        if not right_cache:
+            first_k, first_v = np.vstack([k_new, keys]), np.vstack([v_new, values])
+            if _close(got_k, first_k, CODE_TOL, CODE_TOL) and _close(got_v, first_v, CODE_TOL, CODE_TOL):
+                return _incorrect("new_token_first", "Your new key and value went in front of the others; "
+                                  "they belong at the end, in the order of the sentence.")
+            if _close(got_k[-1], x_new @ w_q, CODE_TOL, CODE_TOL):
+                return _incorrect("key_from_w_q", "The new key is the new input times W_q; a key is made "
+                                  "with W_k (and a value with W_v).")
+            return _incorrect(
+                "wrong_cache",
+                f"On {case} the keys or values you return are not those of the sentence so far followed "
+                "by the new token's.",
+            )
         mistakes = [
-            ("unscaled", lambda: sm(q @ k.T) @ v,
-             "You forgot to divide the scores by sqrt(d_k) (here d_k = d_out, the projected width)."),
-            ("divided_by_d_k", lambda: sm(q @ k.T / d_out) @ v,
-             "You divided the scores by d_k; divide by sqrt(d_k) (d_k = d_out, the projected width)."),
-            ("scaled_by_d_in", lambda: sm(q @ k.T / math.sqrt(d_in)) @ v,
-             "You scaled by the square root of the input width d_in; the keys have width d_out, "
-             "so divide by sqrt(d_out)."),
-            ("wrong_axis", lambda: sm(s, axis=0) @ v,
-             "Your softmax normalised over the queries (axis=0); normalise each row over the keys (axis=-1)."),
-            ("no_transpose", lambda: sm(q @ k / math.sqrt(d_out)) @ v,
-             "You multiplied queries @ keys without transposing the keys; the scores are queries @ keys.T."),
-            ("swapped_q_k", lambda: sm(k @ q.T / math.sqrt(d_out)) @ v,
-             "You computed keys @ queries.T; the scores are queries @ keys.T (one row per query)."),
-            ("softmax_whole_matrix", lambda: sm(s.ravel()).reshape(weights.shape) @ v,
-             "Your softmax normalised the whole score matrix at once; normalise each row (one query) "
-             "over the keys (axis=-1, keepdims=True)."),
-        ] + [
-            ("missing_keepdims", functools.partial(lambda where: _softmax_rows_no_keepdims(s, where) @ v, where),
-             "Your row sum or row maximum was taken without keepdims=True. On a square score matrix "
-             "NumPy raises no error: the (n,) vector is lined up with the columns, so each entry is "
-             "divided by another row's sum. Take it with keepdims=True, shape (n, 1).")
-            for where in ("sum", "max", "both")
-        ] + [
+            ("forgot_own_key", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, own=False)[0],
+             "Your new token attends to the earlier tokens only. In self-attention it attends to every "
+             "token of the sentence, itself included."),
+            ("unscaled", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=1.0)[0],
+             "You forgot to divide the scores by sqrt(d_k) (d_k, the width of the keys)."),
+            ("divided_by_d_k", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=1 / d_k)[0],
+             "You divided the scores by d_k; divide by sqrt(d_k)."),
+            ("scaled_by_d_in", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v,
+                                                          scale=1 / math.sqrt(d_in))[0],
+             "You scaled by the square root of the input width d_in; the keys have width d_k, so "
+             "divide by sqrt(d_k)."),
+            ("unprojected_value", lambda: weights @ np.vstack([values, x_new]),
+             "The new token's value is its input x_new; a value is the input times W_v."),
             ("returned_weights", lambda: weights,
-             "You returned the attention weights; the forward pass returns weights @ values."),
-            ("unprojected_values", lambda: weights @ x,
-             "You mixed the raw inputs x; mix the values x @ W_v."),
+             "You returned the attention weights as the context; the context is weights @ values."),
         ]
         for name, thunk, message in mistakes:
             wrong = _compute(thunk)
-            if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
-                got, wrong, CODE_TOL, CODE_TOL
-            ):
+            if wrong is not None and np.shape(wrong) == context.shape and not _close(
+                wrong, expected, CODE_TOL, CODE_TOL
+            ) and _close(context, wrong, CODE_TOL, CODE_TOL):
                 return _incorrect(name, message)
-        if got.shape != expected.shape:
-            return _incorrect(
-                "wrong_shape",
-                f"On {case} your function returned shape {got.shape}; the context vectors have "
-                f"shape {expected.shape} (n, d_out).",
-            )
         return _incorrect(
             "wrong_values",
-            f"Your context vectors on {case} are not right, and not one of the mistakes this check "
-            "knows. Print the shape of each step of your forward pass and compare it with the task.",
+            f"Your context vector on {case} is not right, and not one of the mistakes this check "
+            "knows. Print the shape of each step and compare it with the task.",
         )
     return _correct(
-        "Right: your forward pass projects, scores, scales by sqrt(d_out), normalises each row and "
-        "mixes the values." + note
+        "Right: the new token's query against every key, its own included, scaled by sqrt(d_k), and "
+        "a cache grown by its key and value." + note
     )
 
 
