@@ -67,23 +67,23 @@ check_init_std               : the std of the document's initialisation (He) and
 
 E4, *The Engine of Transformers: Building Scaled Dot-Product Attention* ("journey"):
 
-check_journey_scores_row     : the unscaled scores of the query "starts"
-check_journey_weights_row    : its attention weights
-check_self_attention         : a student's self-attention forward pass (function or class)
-check_journey_variance_d100  : the expected variance of q·k at d = 100, before and after scaling
+check_journey_scores_row     : the unscaled scores of the query "starts", the sentence grown to 7 tokens
+check_journey_weights_row    : its attention weights over the seven keys
+check_self_attention         : a student's attend_new_token: one new token from kept keys and values
+check_journey_variance_d100  : the expected variance of q·k at d = 100 for entry variances 3 and 2
 
 E6 and E7, the advanced notebooks (09 gradients by hand, 10 masks, 11 memory-efficient attention),
 in ``e6_backward``:
 
-check_attention_backward     : a student's backward pass dQ, dK, dV from dO (finite differences)
-check_masked_backward        : the same with a mask; a fully masked row passes back zeros
-check_online_softmax_merge   : merging two partial (max, sum, output) blocks of the online softmax
+check_attention_backward     : a student's self-attention backward pass down to x and W_q, W_k, W_v
+check_masked_backward        : the backward pass of a padded batch; padding passes back zeros
+check_online_softmax_merge   : merging k stacked (max, sum, output) block states of the online softmax
 
 E5, *Scaled Dot-Product Attention* (the definition page):
 
-check_stable_softmax         : a student's softmax function (the log-sum-exp trick)
-check_masked_attention       : a student's masked_attention(q, k, v, mask) function
-check_definition_shapes      : the shapes for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6
+check_stable_softmax         : a student's stable softmax along any axis over a boolean mask
+check_masked_attention       : a student's padded_attention(q, k, v, lengths) over a padded batch
+check_definition_shapes      : the shapes when the leading axes of queries and keys broadcast
 """
 
 from __future__ import annotations

@@ -2,27 +2,28 @@
 
 E6, *Gradients by hand* (notebook 09) and *Masks in the backward pass* (notebook 10):
 
-check_attention_backward  : a student's backward pass, dQ, dK, dV from dO
-check_masked_backward     : the same with a mask; a fully masked row passes back zeros
+check_attention_backward  : a student's self-attention backward pass, down to x and the projections
+check_masked_backward     : the backward pass of a padded batch; padding passes back zeros
 
 E7, *Memory-efficient attention* (notebook 11):
 
-check_online_softmax_merge : merging two partial (max, sum, output) blocks of the online softmax
+check_online_softmax_merge : merging k stacked (max, sum, output) block states of the online softmax
 
 The student's functions and their signatures (the exercises state them too):
 
-``attention_backward(q, k, v, d_out)`` -> ``(d_q, d_k, d_v)``
-    q (n, d_k), k (m, d_k), v (m, d_v), d_out (n, d_v); out = softmax(q k^T / sqrt(d_k)) v
-    and the loss L has dL/d out = d_out. Returns dL/dq (n, d_k), dL/dk (m, d_k), dL/dv (m, d_v).
-``masked_backward(q, k, v, d_out, mask)`` -> ``(d_q, d_k, d_v)``
-    the same, with a boolean mask (n, m), True = may attend, as in
-    :func:`helpers.attention.attention_backward`; a query row with no allowed key has an
-    all-zero output and passes no gradient back.
-``merge(m_a, l_a, o_a, m_b, l_b, o_b)`` -> ``(m, l, o)``
-    the running state of :func:`helpers.attention.blockwise_attention` for two blocks of keys:
-    m (n, 1) the row maximum of the block's scores, l (n, 1) the sum of exp(score - m), o (n, d_v)
-    the unnormalised output sum_j exp(score_j - m) v_j. Block a is the older one. The merged
-    state is that of both blocks together; the attention output is o / l.
+``self_attention_backward(x, w_q, w_k, w_v, d_out)`` -> ``(d_x, d_w_q, d_w_k, d_w_v)``
+    x (n, d_in), W_q, W_k (d_in, d_k), W_v (d_in, d_v), d_out (n, d_v); out = softmax(Q K^T /
+    sqrt(d_k)) V with Q = x W_q, K = x W_k, V = x W_v, and the loss L has dL/d out = d_out.
+    Each gradient has the shape of its array.
+``padded_backward(q, k, v, d_out, lengths)`` -> ``(d_q, d_k, d_v)``
+    q, k (B, n, d_k), v, d_out (B, n, d_v), lengths (B,): a batch of sequences filled up to n
+    tokens. A real query attends to the real keys of its sequence; a padding query has an
+    all-zero output and passes no gradient back, a padding key receives none.
+``merge_all(m, l, o)`` -> ``(m, l, o)``
+    the states of k blocks of keys of :func:`helpers.attention.blockwise_attention`, stacked:
+    m (k, n, 1) each block's row maximum, l (k, n, 1) its sum of exp(score - m), o (k, n, d_v)
+    its unnormalised output sum_j exp(score_j - m) v_j. The merged state is that of all the
+    blocks together; the attention output is o / l.
 
 Gradients are compared with central finite differences of L = sum(out * d_out) on random
 shapes, with ``atol = rtol = 1e-5``.
