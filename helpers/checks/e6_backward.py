@@ -493,7 +493,7 @@ def check_attention_backward(fn, seed=None):
     dL/d out = ``d_out``. The function returns ``(d_x, d_w_q, d_w_k, d_w_v)`` of
     the shapes of x (n, d_in), W_q, W_k (d_in, d_k) and W_v (d_in, d_v). Notebook 09
     derives dQ, dK, dV and the projections' gradients for inputs that are data;
-    here x is learned too, and it feeds the queries, the keys and the values. Run
+    here x is learned too. Run
     on five random cases (one square, where a missing transpose keeps its shape;
     d_k != d_v; one token), compared with central finite differences of
     ``L = sum(out * d_out)``, then on two overflow cases (scores of about 1e4, input
