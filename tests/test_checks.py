@@ -309,10 +309,26 @@ def raising_softmax(x):
     raise NotImplementedError("todo")
 
 
+def good_masked_softmax(x, axis=-1, where=None):
+    """E5's task: the softmax along ``axis`` over the entries where ``where`` is True."""
+    s = np.asarray(x, float) if where is None else np.where(where, x, -np.inf)
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
 def test_softmax_right():
-    assert_correct(check_stable_softmax(good_softmax))
-    assert_correct(check_stable_softmax(lambda x: softmax(x)))
-    assert_correct(check_stable_softmax(lambda x: good_softmax(x).tolist()))
+    assert_correct(check_stable_softmax(good_masked_softmax))
+    assert_correct(check_stable_softmax(
+        lambda x, axis=-1, where=None: good_masked_softmax(x, axis, where).astype(np.float32)))
+    assert_correct(check_stable_softmax(lambda x, **kw: good_masked_softmax(x, **kw).tolist()))
+
+
+def test_softmax_of_notebook_06_is_refused():
+    # Notebook 06's stable_softmax(x): the last axis, no mask. The task asks for the next step.
+    r = check_stable_softmax(good_softmax)
+    assert r.mistake == "no_axis_or_where", r
 
 
 @pytest.mark.parametrize(
@@ -341,10 +357,12 @@ def test_softmax_mistakes(fn, name):
 def test_softmax_not_yet_and_input_untouched():
     assert check_stable_softmax(None).status == "not yet"
 
-    def mutating(x):
-        x -= np.max(x, axis=-1, keepdims=True)
+    def mutating(x, axis=-1, where=None):
+        if where is not None:
+            return good_masked_softmax(x, axis, where)
+        x -= np.max(x, axis=axis, keepdims=True)
         np.exp(x, out=x)
-        x /= x.sum(axis=-1, keepdims=True)
+        x /= x.sum(axis=axis, keepdims=True)
         return x
 
     assert_correct(check_stable_softmax(mutating))
@@ -353,6 +371,19 @@ def test_softmax_not_yet_and_input_untouched():
 # ---------------------------------------------------------------------------
 # A student's masked attention
 # ---------------------------------------------------------------------------
+
+
+def padded(fn2):
+    """E5 exercise 3 from a masked attention ``fn2(q, k, v, mask)`` of one sentence: the mask of
+    real (query, key) pairs is built from the lengths, and ``fn2`` runs sentence by sentence."""
+
+    def fn(q, k, v, lengths):
+        real = np.arange(q.shape[-2]) < np.asarray(lengths)[:, None]
+        mask = real[:, :, None] & real[:, None, :]
+        outs = [fn2(q[b], k[b], v[b], mask[b]) for b in range(len(q))]
+        return np.stack([o[0] if isinstance(o, tuple) else o for o in outs])
+
+    return fn
 
 
 def good_masked(q, k, v, mask):
@@ -387,24 +418,45 @@ def big_negative_masked(q, k, v, mask):  # -1e9 instead of -inf: uniform empty r
 
 
 def test_masked_right():
-    assert_correct(check_masked_attention(good_masked))
-    assert_correct(check_masked_attention(good_masked_by_hand))
-    assert_correct(check_masked_attention(lambda q, k, v, mask: sdpa(q, k, v, mask)))
+    assert_correct(check_masked_attention(padded(good_masked)))
+    assert_correct(check_masked_attention(padded(good_masked_by_hand)))
+    assert_correct(check_masked_attention(padded(lambda q, k, v, mask: sdpa(q, k, v, mask))))
+
+
+def test_masked_attention_of_notebook_05_is_refused():
+    # Notebook 05's masked_fill_attention(Q, K, V, mask) with the lengths passed as the mask, and
+    # with notebook 05's padding mask of the keys only.
+    def masked_fill_attention(Q, K, V, mask=None):
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask == 0, -np.inf, scores)
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+        return weights @ V, weights
+
+    assert_mistake(check_masked_attention(masked_fill_attention), "lengths_as_mask")
+
+    def keys_only(q, k, v, lengths):
+        pad = (np.arange(q.shape[-2]) < np.asarray(lengths)[:, None])[:, None, :]   # (B, 1, n)
+        return sdpa(q, k, v, pad)[0]
+
+    assert_mistake(check_masked_attention(keys_only), "padded_queries_not_zero")
 
 
 @pytest.mark.parametrize(
     "fn, name",
     [
-        (lambda q, k, v, mask: sdpa(q, k, v)[0], "mask_ignored"),
-        (inverted_masked, "mask_inverted"),
-        (unscaled_masked, "unscaled"),
-        (nan_masked, "nan_for_masked_row"),
-        (big_negative_masked, "masked_row_not_zero"),
-        (lambda q, k, v, mask: good_masked(q, k, v, mask).T, "wrong_shape"),
-        (lambda q, k, v, mask: None, "wrong_shape"),
+        (lambda q, k, v, lengths: sdpa(q, k, v)[0], "mask_ignored"),
+        (padded(inverted_masked), "mask_inverted"),
+        (padded(unscaled_masked), "unscaled"),
+        (padded(nan_masked), "nan_for_masked_row"),
+        (padded(big_negative_masked), "masked_row_not_zero"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, lengths).reshape(-1), "wrong_shape"),
+        (lambda q, k, v, lengths: None, "wrong_shape"),
         (lambda q, k, v: q, "raises"),
-        (lambda q, k, v, mask: 1 / 0, "raises"),
-        (lambda q, k, v, mask: good_masked(q, k, v, mask) * 1.1, "wrong_values"),
+        (lambda q, k, v, lengths: 1 / 0, "raises"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, lengths) * 1.1, "wrong_values"),
+        (lambda q, k, v, lengths: padded(good_masked)(q, k, v, np.asarray(lengths) + 1), "length_off_by_one"),
         (42, "not_callable"),
     ],
 )
@@ -917,17 +969,43 @@ def test_init_not_yet():
 # "journey": the scores and weights row, the forward pass, the variance at d = 100
 # ---------------------------------------------------------------------------
 
-S_J = (XJ @ WQJ) @ (XJ @ WKJ).T
+S_6 = (XJ @ WQJ) @ (XJ @ WKJ).T  # the six-token sentence of notebook 04
+X7 = np.vstack([XJ, [0.91, 0.12, 0.65]])  # the sentence grown by "forward", as the task prints it
+S_J = (X7 @ WQJ) @ (X7 @ WKJ).T  # (7, 7): the exercises ask for its row of "starts"
 W_J = softmax(S_J / math.sqrt(2))
 
 
 def test_journey_rows_exact():
-    np.testing.assert_allclose(S_J[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
-    assert round(W_J[1, 1], 4) == 0.2264
-    assert_correct(check_journey_scores_row(S_J[1]))
-    assert_correct(check_journey_scores_row(S_J[1].round(2).tolist()))
-    assert_correct(check_journey_weights_row(W_J[1]))
-    assert_correct(check_journey_weights_row(W_J[1].round(2)))
+    # The exercises ask for the row of "starts" (2) in the seven-token sentence; the document
+    # prints the row of "journey" (1) in the six-token one.
+    np.testing.assert_allclose(S_6[1], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=5e-5)
+    assert round(softmax(S_6 / math.sqrt(2))[1, 1], 4) == 0.2264
+    np.testing.assert_allclose(S_J[:6, :6], S_6)  # a new token adds a row and a column, changes none
+    assert_correct(check_journey_scores_row(S_J[2]))
+    assert_correct(check_journey_scores_row(S_J[2].round(2).tolist()))
+    assert_correct(check_journey_weights_row(W_J[2]))
+    assert_correct(check_journey_weights_row(W_J[2].round(4)))
+
+
+def test_journey_weights_tolerance_rejects_the_neighbouring_row():
+    # The row of "journey" is 0.0008 from that of "starts" in one entry: it must be refused,
+    # and named, while rounding to two or three decimals is named as such.
+    gap = np.abs(W_J[1] - W_J[2]).max()
+    assert 5e-4 < gap < 1e-3
+    assert_mistake(check_journey_weights_row(W_J[1]), "wrong_row")
+    assert "'journey'" in check_journey_weights_row(W_J[1]).message
+    assert_mistake(check_journey_weights_row(W_J[2].round(2)), "rounded")
+    assert_mistake(check_journey_weights_row(W_J[2].round(3)), "rounded")
+
+
+def test_no_example_field_holds_the_rows_asked_for():
+    ex = examples.load_example("journey")
+    for fig in ex.figures:
+        for value in (fig.printed, fig.exact):
+            value = np.atleast_1d(np.asarray(value, dtype=float))
+            # each within its check's own tolerance: a field that passed would hold the answer
+            for row, atol in ((S_J[2], 5e-3), (W_J[2], 2e-4)):
+                assert not (value.shape == row.shape and np.allclose(value, row, atol=atol))
 
 
 @pytest.mark.parametrize(
@@ -935,16 +1013,20 @@ def test_journey_rows_exact():
     [
         (JOURNEY.figure("scores_row1").printed, "document_row"),
         ([14.5, 25.1, 24.8, 14.3, 8.6, 17.6], "document_row"),
-        (S_J[1] / math.sqrt(2), "scaled"),
-        (S_J[1] / 2, "divided_by_d_k"),
-        (((XJ @ WKJ) @ (XJ @ WQJ).T)[1], "swapped_q_k"),
-        (S_J[:, 1], "swapped_q_k"),
-        ((XJ @ XJ.T)[1], "no_projection"),
+        (S_J[2] / math.sqrt(2), "scaled"),
+        (S_J[2] / 2, "divided_by_d_k"),
+        (((X7 @ WKJ) @ (X7 @ WQJ).T)[2], "swapped_q_k"),
+        (S_J[:, 2], "swapped_q_k"),
+        ((X7 @ X7.T)[2], "no_projection"),
+        (S_6[2], "six_keys"),
+        (S_6[1], "six_keys"),
         (S_J, "whole_matrix"),
         (S_J[0], "wrong_row"),
+        (S_J[1], "wrong_row"),
         (S_J[5], "wrong_row"),
-        (S_J[1][:5], "wrong_shape"),
-        (S_J[1] + 0.1, "wrong_values"),
+        (S_J[6], "wrong_row"),
+        (S_J[2][:5], "wrong_shape"),
+        (S_J[2] + 0.1, "wrong_values"),
     ],
 )
 def test_journey_scores_mistakes(answer, name):
@@ -959,14 +1041,15 @@ def test_journey_wrong_row_message():
     "answer, name",
     [
         ([0.15, 0.22, 0.22, 0.13, 0.09, 0.18], "document_row"),
-        (softmax(S_J[1]), "unscaled"),
-        (softmax(S_J[1] / 2), "divided_by_d_k"),
-        (softmax(S_J / math.sqrt(2), axis=0)[:, 1], "wrong_axis"),
-        (softmax(np.array([14.5, 25.1, 24.8, 14.3, 8.6, 17.6]) / math.sqrt(2)), "document_scores"),
+        (softmax(S_J[2]), "unscaled"),
+        (softmax(S_J[2] / 2), "divided_by_d_k"),
+        (softmax(S_J[2] / math.sqrt(3)), "scaled_by_d_in"),
+        (softmax(S_J / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
         (W_J, "whole_matrix"),
         (W_J[4], "wrong_row"),
-        (W_J[1][::-1], "wrong_values"),
-        (W_J[1][:, None], "wrong_shape"),
+        (softmax(S_6 / math.sqrt(2))[2], "six_keys"),
+        (W_J[2][::-1], "wrong_values"),
+        (W_J[2][:, None], "wrong_shape"),
     ],
 )
 def test_journey_weights_mistakes(answer, name):
@@ -985,82 +1068,50 @@ def good_self_attention(x, w_q, w_k, w_v):
     return w @ v
 
 
-class GoodSelfAttention:
-    def __init__(self, w_q, w_k, w_v):
-        self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
-
-    def forward(self, x):
-        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
-
-
-class CallableSelfAttention(GoodSelfAttention):
-    forward = None
-
-    def __call__(self, x):
-        return good_self_attention(x, self.w_q, self.w_k, self.w_v)
+def good_new_token(x_new, keys, values, w_q, w_k, w_v):
+    """E4 exercise 3: one new token's context from the cache, and the grown cache."""
+    keys, values = np.vstack([keys, x_new @ w_k]), np.vstack([values, x_new @ w_v])
+    w = good_softmax(keys @ (x_new @ w_q) / np.sqrt(keys.shape[1]))
+    return w @ values, keys, values
 
 
-def self_attention_with(scale=None, axis=-1, transpose=True, swap=False, weights=False, project_v=True):
-    def fn(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, (x @ w_v if project_v else x)
-        s = (k @ q.T if swap else q @ (k.T if transpose else k))
-        w = softmax(s * (1 / np.sqrt(k.shape[-1]) if scale is None else scale(x, w_q)), axis=axis)
-        return w if weights else w @ v
+def new_token_with(scale=None, own=True, project_v=True):
+    def fn(x_new, keys, values, w_q, w_k, w_v):
+        k_all, v_all = np.vstack([keys, x_new @ w_k]), np.vstack([values, x_new @ w_v if project_v else x_new])
+        use_k, use_v = (k_all, v_all) if own else (keys, values)
+        c = 1 / np.sqrt(w_k.shape[1]) if scale is None else scale(w_q)
+        return good_softmax(use_k @ (x_new @ w_q) * c) @ use_v, k_all, np.vstack([values, x_new @ w_v])
 
     return fn
 
 
 def test_self_attention_right():
-    assert_correct(check_self_attention(good_self_attention))
-    assert_correct(check_self_attention(GoodSelfAttention))
-    assert_correct(check_self_attention(CallableSelfAttention))
-    assert_correct(check_self_attention(lambda x, wq, wk, wv: (good_self_attention(x, wq, wk, wv), "weights")))
-    np.testing.assert_allclose(
-        good_self_attention(XJ, WQJ, WKJ, JOURNEY.w_v),
-        sdpa(JOURNEY.q, JOURNEY.k, JOURNEY.v)[0],
-    )
+    assert_correct(check_self_attention(good_new_token))
+    assert_correct(check_self_attention(lambda *a: list(good_new_token(*a))))
+    # the last row of notebook 04's whole-sentence forward pass equals the new token's context
+    x7 = np.vstack([XJ, [0.91, 0.12, 0.65]])
+    last = good_self_attention(x7, WQJ, WKJ, JOURNEY.w_v)[-1]
+    context, _, _ = good_new_token(x7[-1], XJ @ WKJ, XJ @ JOURNEY.w_v, WQJ, WKJ, JOURNEY.w_v)
+    np.testing.assert_allclose(context, last, atol=1e-12)
 
 
 @pytest.mark.parametrize(
     "fn, name",
     [
-        (self_attention_with(scale=lambda x, w: 1.0), "unscaled"),
-        (self_attention_with(scale=lambda x, w: 1 / w.shape[1]), "divided_by_d_k"),
-        (self_attention_with(scale=lambda x, w: 1 / np.sqrt(w.shape[0])), "scaled_by_d_in"),
-        (self_attention_with(axis=0), "wrong_axis"),
-        (self_attention_with(transpose=False), "raises"),  # journey: (6, 2) @ (6, 2) cannot be computed
-        (self_attention_with(swap=True), "swapped_q_k"),
-        (self_attention_with(weights=True), "returned_weights"),
-        (self_attention_with(project_v=False), "unprojected_values"),
-        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv).T, "wrong_shape"),
-        (lambda x, wq, wk, wv: "context", "wrong_shape"),
-        (lambda x, wq, wk, wv: good_self_attention(x, wq, wk, wv) + 1, "wrong_values"),
-        (lambda x: x, "raises"),
-        ("SelfAttention", "not_callable"),
+        (new_token_with(scale=lambda w: 1.0), "unscaled"),
+        (new_token_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
+        (new_token_with(scale=lambda w: 1 / np.sqrt(w.shape[0])), "scaled_by_d_in"),
+        (new_token_with(own=False), "forgot_own_key"),
+        (lambda *a: good_new_token(*a)[0], "cache_not_returned"),
+        (lambda *a: (good_new_token(*a)[0], a[1], a[2]), "cache_not_grown"),
+        (good_self_attention, "whole_sentence_signature"),  # notebook 04's forward pass
+        (lambda *a: (good_new_token(*a)[0] + 1,) + good_new_token(*a)[1:], "wrong_values"),
+        (lambda *a: 1 / 0, "raises"),
+        ("attend_new_token", "not_callable"),
     ],
 )
 def test_self_attention_mistakes(fn, name):
     assert_mistake(check_self_attention(fn), name)
-
-
-def test_self_attention_no_transpose_seen_on_the_square_case():
-    # q @ k only has a shape when n = d_out: the second, seeded case (4 x 4).
-    def no_transpose_when_possible(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        if q.shape[0] != k.shape[1]:
-            return good_self_attention(x, w_q, w_k, w_v)
-        return softmax(q @ k / np.sqrt(k.shape[-1])) @ v
-
-    assert_mistake(check_self_attention(no_transpose_when_possible), "no_transpose")
-
-    def weights_when_square(x, w_q, w_k, w_v):
-        out = good_self_attention(x, w_q, w_k, w_v)
-        if x.shape[0] != w_q.shape[1]:
-            return out
-        q, k = x @ w_q, x @ w_k
-        return softmax(q @ k.T / np.sqrt(k.shape[-1]))
-
-    assert_mistake(check_self_attention(weights_when_square), "returned_weights")
 
 
 def test_self_attention_not_yet():
@@ -1070,36 +1121,49 @@ def test_self_attention_not_yet():
 V100 = examples.load_example("journey_variance_d100")
 
 
-@pytest.mark.parametrize("answer", [(100, 1), (100.0, 1.0), (np.float64(100), 1), (100.3, 1.002)])
+@pytest.mark.parametrize("answer", [(600, 6), (600.0, 6.0), (np.float64(600), 6), (600, 600 / math.sqrt(100) ** 2)])
 def test_variance_d100_right(answer):
     assert_correct(check_journey_variance_d100(*answer))
 
 
+@pytest.mark.parametrize("answer", [(602.13, 6), (600.5, 6), (600, 6.005), (598.8, 5.988)])
+def test_variance_d100_one_rule_for_estimates(answer):
+    # E3's rule: the expected value from the formula; any sample or rounded estimate is refused
+    # with a message saying the task wants the expectation, not a sample.
+    r = check_journey_variance_d100(*answer)
+    assert_mistake(r, "simulation_estimate")
+    assert "expectation" in r.message and "not a sample" in r.message
+
+
 def test_variance_d100_simulated_and_document_are_estimates_not_the_expected_value():
-    # The exercise asks for the expected value; a simulation (the document's printout is one)
-    # is named as such.
-    var = simulated_variance(100, n=2_000, seed=2)  # 95.8
-    assert abs(var - 100) > 0.5
+    # The exercise asks for the expected value; a simulation is named as such. The document's
+    # printout is for unit variances, so it is a wrong value here.
+    var = 6 * simulated_variance(100, n=2_000, seed=2)  # 6 x 95.8: variances 3 and 2
+    assert abs(var - 600) > 2
     assert_mistake(check_journey_variance_d100(var, var / 100), "simulation_estimate")
     given = V100.given
     r = check_journey_variance_d100(given["variance_before"], V100.figure("variance_after").printed)
-    assert_mistake(r, "simulation_estimate")
-    assert "107.4" in r.message
-    assert_mistake(check_journey_variance_d100("100", 1), "not_a_number")
+    assert_mistake(r, "wrong_value")
+    assert_mistake(check_journey_variance_d100(100, 1), "unit_variance")
+    assert_mistake(check_journey_variance_d100("600", 6), "not_a_number")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
-        ((10, 1), "gave_std"),
-        ((1, 1), "already_scaled"),
-        ((10_000, 1), "squared"),
-        ((100, 10), "variance_divided_by_sqrt"),
-        ((100, 0.01), "divided_by_d_k"),
-        ((100, 100), "not_scaled"),
-        ((50, 1), "wrong_value"),
-        ((100, "one"), "not_a_number"),
-        ((100, float("nan")), "not_finite"),
+        ((math.sqrt(600), 6), "gave_std"),
+        ((6, 6), "already_scaled"),
+        ((360_000, 6), "squared"),
+        ((600, 60), "variance_divided_by_sqrt"),
+        ((600, 0.06), "divided_by_d_k"),
+        ((600, 600), "not_scaled"),
+        ((600, 1), "unit_variance"),
+        ((100 * math.sqrt(6), 6), "std_of_queries"),
+        ((500, 5), "added_variances"),
+        ((50, 6), "wrong_value"),
+        ((600, 0.5), "wrong_value"),
+        ((600, "six"), "not_a_number"),
+        ((600, float("nan")), "not_finite"),
     ],
 )
 def test_variance_d100_mistakes(answer, name):
@@ -1108,20 +1172,24 @@ def test_variance_d100_mistakes(answer, name):
 
 def test_variance_d100_not_yet():
     assert check_journey_variance_d100(None).status == "not yet"
-    assert check_journey_variance_d100(100).status == "not yet"
+    assert check_journey_variance_d100(600).status == "not yet"
 
 
 # ---------------------------------------------------------------------------
 # The definition page: shapes
 # ---------------------------------------------------------------------------
 
-N5, M5, DK5, DV5 = 3, 5, 4, 6
+N5, M5, DK5, DV5 = 4, 6, 8, 5
+B5, H5 = 3, 2  # queries (h, n, d_k) shared by the batch; keys, values (B, 1, m, d) shared by the heads
 
 
-def shapes_of(n, m, d_k, d_v):
+def shapes_of(n, m, d_k, d_v, broadcast=True):
     rng = np.random.default_rng(5)
-    q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
-    s = q @ k.T
+    if broadcast:
+        q, k, v = (rng.normal(size=shape) for shape in ((H5, n, d_k), (B5, 1, m, d_k), (B5, 1, m, d_v)))
+    else:
+        q, k, v = (rng.normal(size=shape) for shape in ((n, d_k), (m, d_k), (m, d_v)))
+    s = q @ np.swapaxes(k, -1, -2)
     w = softmax(s)
     return s.shape, w.shape, (w @ v).shape
 
@@ -1129,36 +1197,50 @@ def shapes_of(n, m, d_k, d_v):
 RIGHT_SHAPES = shapes_of(N5, M5, DK5, DV5)
 
 
+def L(*shape):  # noqa: N802 - a shape with the broadcast batch and head axes in front
+    return (B5, H5) + shape
+
+
 def test_shapes_right():
-    assert RIGHT_SHAPES == ((3, 5), (3, 5), (3, 6))
+    assert RIGHT_SHAPES == ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))
     assert_correct(check_definition_shapes(*RIGHT_SHAPES))
-    assert_correct(check_definition_shapes([3, 5], np.array([3, 5]), (3, 6)))
-    assert_correct(check_definition_shapes((3, 5), (3.0, 5.0), [np.int64(3), 6]))
-    for text in ("3x5", "(3, 5)", "3 x 5"):
+    assert_correct(check_definition_shapes([3, 2, 4, 6], np.array([3, 2, 4, 6]), (3, 2, 4, 5)))
+    assert_correct(check_definition_shapes(L(4, 6), (3.0, 2.0, 4.0, 6.0), [3, 2, np.int64(4), 5]))
+    for text in ("3x2x4x6", "(3, 2, 4, 6)", "3 x 2 x 4 x 6"):
         r = check_definition_shapes(text)
         assert_mistake(r, "not_a_shape")
         assert repr(text) in r.message and "without quotes" in r.message
+
+
+def test_shapes_of_notebook_05_are_refused():
+    # Notebook 05 works out arrays without leading axes, and arrays that all carry the same ones.
+    assert_mistake(check_definition_shapes(*shapes_of(N5, M5, DK5, DV5, broadcast=False)), "no_leading_axes")
+    assert_mistake(check_definition_shapes((3, 1, 4, 6), L(4, 6), L(4, 5)), "kept_length_one_axis")
 
 
 @pytest.mark.parametrize(
     "answer, name",
     [
         (shapes_of(M5, N5, DK5, DV5), "n_m_swapped"),
-        (((3, 5), (3, 5), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
-        ((shapes_of(N5, N5, DK5, DV5)[0], (3, 5), (3, 6)), "assumed_square"),
-        (((5, 5), (3, 5), (3, 6)), "assumed_square"),
-        (((3, DK5), (3, 5), (3, 6)), "used_d_k"),
-        (((3, 5), (5, 3), (3, 6)), "n_m_swapped"),
-        (((3, 5), (3, 5), (DV5, N5)), "transposed"),
-        (((3, 5), (3, 5), (3, 5)), "out_is_weights"),
-        (((3, 5), (3, 5), (5, 6)), "n_m_swapped"),
-        (((3, 5), (3, 5), (3,)), "wrong_shape"),
-        (((3, 5, 1), (3, 5), (3, 6)), "wrong_shape"),
-        ((("three", "five"), (3, 5), (3, 6)), "not_a_shape"),
-        (("3 by 5", (3, 5), (3, 6)), "not_a_shape"),
-        (((3, -5), (3, 5), (3, 6)), "not_a_shape"),
-        (((3, 5.5), (3, 5), (3, 6)), "not_a_shape"),
-        ((True, (3, 5), (3, 6)), "not_a_shape"),
+        ((L(4, 6), L(4, 6), shapes_of(N5, M5, DV5, DK5)[2]), "d_k_d_v_swapped"),
+        ((shapes_of(N5, N5, DK5, DV5)[0], L(4, 6), L(4, 5)), "assumed_square"),
+        ((L(6, 6), L(4, 6), L(4, 5)), "assumed_square"),
+        ((L(4, DK5), L(4, 6), L(4, 5)), "used_d_k"),
+        ((L(4, 6), L(6, 4), L(4, 5)), "n_m_swapped"),
+        ((L(4, 6), L(4, 6), L(DV5, N5)), "transposed"),
+        ((L(4, 6), L(4, 6), L(4, 6)), "out_is_weights"),
+        ((L(4, 6), L(4, 6), L(6, 5)), "n_m_swapped"),
+        ((L(4, 6), L(4, 6), (4, 5)), "no_leading_axes"),
+        (((2, 3, 4, 6), L(4, 6), L(4, 5)), "leading_axes_swapped"),
+        ((L(4, 6), L(4, 6), (3, 1, 4, 5)), "kept_length_one_axis"),
+        (((2, 4, 6), L(4, 6), L(4, 5)), "no_batch_axis"),
+        ((L(4, 6), L(4, 6), (4,)), "wrong_shape"),
+        (((4, 6, 1), L(4, 6), L(4, 5)), "wrong_shape"),
+        ((("four", "six"), L(4, 6), L(4, 5)), "not_a_shape"),
+        (("4 by 6", L(4, 6), L(4, 5)), "not_a_shape"),
+        (((4, -6), L(4, 6), L(4, 5)), "not_a_shape"),
+        (((4, 6.5), L(4, 6), L(4, 5)), "not_a_shape"),
+        ((True, L(4, 6), L(4, 5)), "not_a_shape"),
     ],
 )
 def test_shapes_mistakes(answer, name):
@@ -1179,7 +1261,7 @@ def test_number_verdict_skips_a_mistake_within_tolerance_of_the_answer():
 def test_shapes_partial_and_not_yet():
     assert check_definition_shapes(None).status == "not yet"
     assert check_definition_shapes((), [], "").status == "not yet"
-    r = check_definition_shapes((3, 5))
+    r = check_definition_shapes((3, 2, 4, 6))
     assert r.status == "not yet" and "the weights" in r.message and "the output" in r.message
 
 
@@ -1238,7 +1320,7 @@ ANSWER_CHECKS = [
     lambda a: check_journey_variance_d100(100, a),
     check_definition_shapes,
     lambda a: check_definition_shapes(a, a, a),
-    lambda a: check_definition_shapes((3, 5), (3, 5), a),
+    lambda a: check_definition_shapes((3, 2, 4, 6), (3, 2, 4, 6), a),
 ]
 
 
@@ -1328,11 +1410,11 @@ def test_keyboard_interrupt_passes_through():
 
 def test_warning_student_code_does_not_leak_warnings():
     # pyproject turns warnings into errors: a warning must not escape a check.
-    def warns(x):
+    def warns(x, axis=-1, where=None):
         import warnings
 
         warnings.warn("student warning", UserWarning)
-        return good_softmax(x)
+        return good_masked_softmax(x, axis, where)
 
     assert_correct(check_stable_softmax(warns))  # only RuntimeWarnings count as overflow
 

@@ -1,16 +1,15 @@
 """Every check's right answer and the mistakes it recognises give pairwise different answers.
 
 Each answer check is run once while :class:`helpers.checks._core.recording` is on, which
-records, for every comparison it makes, the right answer and the answer of each mistake it
-computes on the exercise's inputs. Any two of them that agree within the check's own tolerance
-would let one mistake pass for another (or for the right answer), as T = 0.5 did in E3, where
-the temperature cancelled 1/sqrt(4). The function checks are covered in the same way by
+records, for every comparison it makes, the names of the right answer and of each mistake it
+computes on the exercise's inputs, and which pairs of them agree within the check's own
+tolerance (never the values: recording gives a student nothing). Two answers that agree would
+let one mistake pass for another (or for the right answer), as T = 0.5 did in E3, where the
+temperature cancelled 1/sqrt(4). The function checks are covered in the same way by
 students' functions, right and wrong, in tests/test_checks_functions.py.
 """
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import pytest
@@ -48,21 +47,24 @@ ARGS = {
 ANSWER_CHECKS = sorted(n for n in checks.__all__ if n.startswith("check_") and n not in FUNCTION_CHECKS)
 
 
-def _same(kind, a, b, atol, rtol):
-    if a is None or b is None:
-        return False
-    if kind == "shape":
-        return tuple(a) == tuple(b)
-    if kind == "number":
-        return abs(a - b) <= rtol * max(abs(a), abs(b))
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-
-
 def _recorded(name):
     with recording() as seen:
         getattr(checks, name)(*ARGS[name])
     return seen
+
+
+def test_recording_gives_no_values_and_no_verdict():
+    # A student who turns recording on learns the mistakes' names, nothing about the answers,
+    # and a wrong answer is still refused.
+    with recording() as seen:
+        result = checks.check_journey_weights_row(JUNK)
+    assert result.status == "incorrect"
+    for r in seen:
+        assert set(vars(r)) == {"kind", "what", "answers", "clashes"}
+        assert all(isinstance(a, str) for a in r.answers)
+        assert all(isinstance(m, str) for pair in r.clashes for m in pair)
+    with recording():
+        assert not checks.check_journey_variance_d100(1e9, 1e9)
 
 
 def test_every_answer_check_is_listed():
@@ -73,15 +75,10 @@ def test_every_answer_check_is_listed():
 def test_right_answer_and_mistakes_pairwise_different(name):
     seen = _recorded(name)
     assert seen, f"{name} made no recorded comparison"
-    clashes = []
-    for kind, what, expected, mistakes, atol, rtol in seen:
-        answers = [("right", expected)] + [(m, v) for m, v in mistakes if v is not None]
-        for (m1, v1), (m2, v2) in itertools.combinations(answers, 2):
-            # Two entries with one name (e.g. two ways to swap n and d) may not clash with others.
-            # The check's own rule (``_match``): an answer within the tolerance of the right one is
-            # right, so two answers clash when one is within the tolerance of the other.
-            if _same(kind, v1, v2, atol, rtol) and not (m1 == m2 != "right"):
-                clashes.append(f"{what}: {m1} ~ {m2}")
+    # The check's own rule (``_match``): an answer within the tolerance of the right one is
+    # right, so two answers clash when one is within the tolerance of the other; two entries
+    # with one name (e.g. two ways to swap n and d) may agree with each other.
+    clashes = [f"{r.what}: {m1} ~ {m2}" for r in seen for m1, m2 in r.clashes]
     assert not clashes, f"{name}: answers that cannot be told apart: {clashes}"
 
 
@@ -89,8 +86,8 @@ def test_size_of_the_enumeration():
     """The number of recorded answers and of pairs compared (reported in the issue's note)."""
     answers = pairs = 0
     for name in ANSWER_CHECKS:
-        for _, _, _, mistakes, _, _ in _recorded(name):
-            k = 1 + len(mistakes)
+        for r in _recorded(name):
+            k = len(r.answers)
             answers += k
             pairs += k * (k - 1) // 2
     assert answers >= 100 and pairs >= 300, (answers, pairs)

@@ -238,8 +238,8 @@ def test_given_pictures_and_variances():
             assert w.shape == (len(ex.tokens), len(ex.key_tokens))
             assert np.all((0 <= w) & (w <= 1))
     g = EXAMPLES["journey_variance_d100"].given
-    assert g["expected_variance_before"] == EXAMPLES["journey_variance_d100"].d_k
-    assert g["expected_variance_after"] == 1
+    # Only the printed draw: the expected values are E4's exercise 4 answer, so no field holds them.
+    assert set(g) == {"variance_before"} and g["variance_before"] == 107.4
 
 
 # --------------------------------------------------------------------------- API

@@ -13,16 +13,34 @@ Only ``KeyboardInterrupt`` and ``SystemExit`` (and other ``BaseException``
 subclasses that are not ``Exception``) pass through. A student function that
 never returns cannot be stopped by a check.
 
-Tolerances: hand answers (arrays a student may write with two decimals) are
-compared with ``atol = 5e-3``; entropies with ``atol = 1e-3``; student
-functions (softmax, masked attention, self-attention) with ``atol = rtol =
-1e-6``; variances and stds that may come from a simulation with ``rtol = 3 %``
-(10 % for the "journey" document's dimension-100 printout), initialisation
-stds with ``rtol = 1 %``. When an answer matches several computed mistakes,
-the first one in the order listed in each check's docstring is reported.
+Graded code is read before it runs (:func:`helpers.checks._core.static_refusal`,
+applied by the wrapper every check shares): a function, class or object that
+imports or reaches :mod:`helpers.attention` (public or private names), runs a
+recompiled copy of its code, calls exec/eval/compile or uses threads, or that is
+passed from a notebook cell importing the library or threads, is refused with the
+reason: graded answers must be computed with your own NumPy code, not the
+library's kernels. While a function runs, the kernels are also replaced by
+recording stand-ins, in every thread. Each function check draws one case anew at
+each run, so a table of the probes cannot pass. A non-finite output or a NumPy
+overflow warning is reported as overflow, with the fix (subtract each row's
+maximum, notebooks 05 and 06); a float32 answer is accepted with a note on
+precision, a float16 one is told that precision is the problem; ``np.max(a, b)``
+and a missing ``keepdims=True`` are named. Messages agree in number ("your
+weights have", "your softmax has"). A fully masked row (no allowed key) gives an
+all-zero output row and passes back zero gradients: there is nothing to attend
+to. :class:`helpers.checks._core.recording` keeps only the names of the answers
+each comparison computes and which of them clash, never their values.
 
-Checks, by exercise notebook (``exercises/solutions/``), one module each
------------------------------------------------------------------------
+Tolerances: hand answers (arrays a student may write with two decimals) are
+compared with ``atol = 5e-3`` (E4's weights row with ``2e-4``: the neighbouring
+row is 0.0008 away); entropies with ``atol = 1e-3``; student functions (softmax,
+masked attention, self-attention) with ``atol = rtol = 1e-6``; E4's expected
+variances with ``rtol = 1e-6`` (an estimate within 30 % is named as a sample);
+initialisation stds with ``rtol = 1 %``. When an answer matches several computed
+mistakes, the first one in the order listed in each check's docstring is reported.
+
+Checks, by exercise notebook, one module each
+---------------------------------------------
 The answer-parsing core (the result type, reading numbers, arrays and shapes,
 running a student's function with the library kernels replaced) is
 :mod:`helpers.checks._core`. A lecturer who adds an exercise notebook adds a
@@ -49,23 +67,23 @@ check_init_std               : the std of the document's initialisation (He) and
 
 E4, *The Engine of Transformers: Building Scaled Dot-Product Attention* ("journey"):
 
-check_journey_scores_row     : the unscaled scores of the query "journey"
-check_journey_weights_row    : its attention weights
-check_self_attention         : a student's self-attention forward pass (function or class)
-check_journey_variance_d100  : the variance of q·k at d = 100, before and after scaling
+check_journey_scores_row     : the unscaled scores of the query "starts", the sentence grown to 7 tokens
+check_journey_weights_row    : its attention weights over the seven keys
+check_self_attention         : a student's attend_new_token: one new token from kept keys and values
+check_journey_variance_d100  : the expected variance of q·k at d = 100 for entry variances 3 and 2
 
 E6 and E7, the advanced notebooks (09 gradients by hand, 10 masks, 11 memory-efficient attention),
 in ``e6_backward``:
 
-check_attention_backward     : a student's backward pass dQ, dK, dV from dO (finite differences)
-check_masked_backward        : the same with a mask; a fully masked row passes back zeros
-check_online_softmax_merge   : merging two partial (max, sum, output) blocks of the online softmax
+check_attention_backward     : a student's self-attention backward pass down to x and W_q, W_k, W_v
+check_masked_backward        : the backward pass of a padded batch; padding passes back zeros
+check_online_softmax_merge   : merging k stacked (max, sum, output) block states of the online softmax
 
 E5, *Scaled Dot-Product Attention* (the definition page):
 
-check_stable_softmax         : a student's softmax function (the log-sum-exp trick)
-check_masked_attention       : a student's masked_attention(q, k, v, mask) function
-check_definition_shapes      : the shapes for n = 3 queries, m = 5 keys, d_k = 4, d_v = 6
+check_stable_softmax         : a student's stable softmax along any axis over a boolean mask
+check_masked_attention       : a student's padded_attention(q, k, v, lengths) over a padded batch
+check_definition_shapes      : the shapes when the leading axes of queries and keys broadcast
 """
 
 from __future__ import annotations

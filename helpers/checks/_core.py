@@ -22,21 +22,31 @@ CODE_TOL = 1e-6
 """Absolute and relative tolerance for the output of a student's function."""
 
 _RECORDING = None
-"""None, or a list to which the comparisons record the right answer and every mistake they
-compute: ``(kind, what, expected, [(mistake, value)], atol, rtol)``. Set by :func:`recording`,
-for the test that the recognised mistakes of each check give pairwise different answers."""
+"""None, or a list to which the comparisons record what they compute (see :class:`recording`)."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One comparison a check made, as :class:`recording` keeps it: names only, no values.
+
+    ``answers`` names the right answer ("right") and every mistake the comparison computed;
+    ``clashes`` lists the pairs of them that agree within the check's own tolerance (two
+    answers the check could not tell apart). No expected value is kept: a student who turns
+    recording on learns the names of the recognised mistakes (they are in the docstrings)
+    and nothing about the answers.
+    """
+
+    kind: str
+    what: str
+    answers: tuple
+    clashes: tuple
 
 
 class recording:
-    """Context manager: record what each comparison computes (see ``_RECORDING``).
+    """Context manager: record, for each comparison a check makes, which answers it computed
+    and which of them it could not tell apart (see :class:`Recorded`), never their values.
 
-    Examples
-    --------
-    >>> from helpers.checks import check_flops
-    >>> with recording() as seen:
-    ...     _ = check_flops(1.0)
-    >>> [name for name, _ in seen[0][3]][:2]
-    ['multiply_adds_or_one_matmul', 'n_d_swapped']
+    Used by the test that the recognised mistakes of each check give pairwise different answers.
     """
 
     def __enter__(self):
@@ -50,10 +60,38 @@ class recording:
         return False
 
 
+def _same(kind, a, b, atol, rtol):
+    """True when the answers ``a`` and ``b`` agree within the comparison's tolerance."""
+    if a is None or b is None:
+        return False
+    if kind == "shape":
+        return tuple(a) == tuple(b)
+    if kind == "number":
+        return abs(a - b) <= rtol * max(abs(a), abs(b))
+    if kind in ("gradients", "state"):
+        return len(a) == len(b) and all(_same("array", x, y, atol, rtol) for x, y in zip(a, b))
+    try:
+        a, b = np.asarray(a, float), np.asarray(b, float)
+    except (TypeError, ValueError):
+        return False
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+
+
 def record(kind, what, expected, candidates, atol=0.0, rtol=0.0):
-    """Record one comparison when recording (used by checks with their own comparison loop)."""
-    if _RECORDING is not None:
-        _RECORDING.append((kind, what, expected, list(candidates), atol, rtol))
+    """Record one comparison when recording: the answers' names and their clashes, not values.
+
+    ``candidates`` is a list of ``(mistake, value)``; two entries with one name (two ways to
+    make one mistake) may agree with each other.
+    """
+    if _RECORDING is None:
+        return
+    answers = [("right", expected)] + [(m, v) for m, v in candidates if v is not None]
+    clashes = []
+    for i, (m1, v1) in enumerate(answers):
+        for m2, v2 in answers[i + 1:]:
+            if not (m1 == m2 != "right") and _same(kind, v1, v2, atol, rtol):
+                clashes.append((m1, m2))
+    _RECORDING.append(Recorded(kind, what, tuple(m for m, _ in answers), tuple(clashes)))
 
 
 _STATUSES = ("correct", "incorrect", "not yet")
@@ -112,6 +150,39 @@ class CheckResult:
         )
 
 
+# ---------------------------------------------------------------------------
+# One grammar for every message: "Your weights have", "Your softmax has"
+# ---------------------------------------------------------------------------
+
+_SINGULAR_S = ("loss", "class", "process", "bias", "axis", "analysis", "this")
+"""Words ending in s that are singular."""
+
+
+def _plural(what):
+    """True when the noun phrase ``what`` (or a list of labels) is plural.
+
+    A list of more than one label is plural; a phrase is plural when its head noun (the last
+    word before "of", "before", "after", "on", "for", "with") ends in s: "weights", "context
+    vectors", "scores of 'journey'"; "softmax", "variance before scaling", "merge" are singular.
+    """
+    if isinstance(what, (list, tuple)):
+        return len(what) > 1
+    words = str(what).replace("(", " ").split()
+    for stop in ("of", "before", "after", "on", "for", "with", "at"):
+        if stop in words[1:]:
+            words = words[: words.index(stop, 1)]
+            break
+    if " and " in f" {' '.join(words)} ":
+        return True
+    head = words[-1].lower().strip(".,;:'\"") if words else ""
+    return head.endswith("s") and not head.endswith(("ss", "is", "us")) and head not in _SINGULAR_S
+
+
+def _verb(what, singular, plural):
+    """``singular`` or ``plural`` to agree with ``what``: _verb("weights", "has", "have") -> "have"."""
+    return plural if _plural(what) else singular
+
+
 def _correct(message):
     return CheckResult("correct", message, None)
 
@@ -124,8 +195,310 @@ def _not_yet(message):
     return CheckResult("not yet", message, None)
 
 
+# ---------------------------------------------------------------------------
+# The static check: a graded function may not reach the library
+# ---------------------------------------------------------------------------
+
+LIBRARY_REFUSAL = (
+    "graded answers must be computed with your own NumPy code, not the library's kernels"
+)
+"""The reason every refusal of the static check gives."""
+
+_THREAD_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asyncio")
+_REACH_MODULES = ("importlib", "inspect", "linecache", "builtins", "pickle", "marshal", "types")
+_EXEC_NAMES = ("exec", "eval", "compile", "__import__")
+_MAX_VISITS = 400  # "within reason": how many objects the walk looks at
+
+
+def _package_dir(name):
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(spec.origin) if spec and spec.origin else None
+
+
+@functools.lru_cache(maxsize=1)
+def _library_fingerprints():
+    """The directory of :mod:`helpers` and a fingerprint of every code object of helpers.attention.
+
+    A fingerprint is ``(co_code, co_names, co_varnames)``: a copy of a kernel recompiled with
+    ``exec``/``compile`` (or pasted) has the same one, whatever it is called.
+    """
+    import sys
+
+    import helpers.attention  # noqa: F401  (loads every submodule)
+
+    prints = set()
+    stack = []
+    for key, module in list(sys.modules.items()):
+        if module is not None and (key == "helpers.attention" or key.startswith("helpers.attention.")):
+            for value in vars(module).values():
+                code = getattr(value, "__code__", None)
+                if code is not None and getattr(value, "__module__", "").startswith("helpers.attention"):
+                    stack.append(code)
+                if isinstance(value, type) and value.__module__.startswith("helpers.attention"):
+                    for item in vars(value).values():
+                        item = getattr(item, "__func__", item)
+                        if getattr(item, "__code__", None) is not None:
+                            stack.append(item.__code__)
+    while stack:
+        code = stack.pop()
+        if len(code.co_code) >= 40:  # a few instructions could be anyone's
+            prints.add((code.co_code, code.co_names, code.co_varnames))
+        stack.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    return _package_dir("helpers"), frozenset(prints)
+
+
+def _is_helpers_module(module):
+    name = getattr(module, "__name__", "") or ""
+    return name == "helpers" or name.startswith("helpers.")
+
+
+def _third_party_file(filename):
+    """True for code of installed packages and the standard library (not walked into)."""
+    import os
+    import sys
+
+    if not filename or filename.startswith("<"):
+        return False
+    filename = os.path.abspath(filename)
+    roots = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
+    helpers_dir = _library_fingerprints()[0]
+    if helpers_dir and filename.startswith(helpers_dir + os.sep):
+        return False
+    return any(filename.startswith(root + os.sep) for root in roots)
+
+
+def _code_reasons(code, env, visit):
+    """Reasons found in one code object (and the code objects nested in it)."""
+    import dis
+
+    helpers_dir, prints = _library_fingerprints()
+    reasons = []
+    if (code.co_code, code.co_names, code.co_varnames) in prints:
+        reasons.append(f"{code.co_name} is a copy of a helpers.attention kernel")
+    filename = code.co_filename or ""
+    if helpers_dir and filename.startswith(helpers_dir):
+        reasons.append(f"{code.co_name} is code of the helpers package")
+    imported = []
+    for instr in dis.get_instructions(code):
+        if instr.opname == "IMPORT_NAME":
+            imported.append(str(instr.argval))
+        elif instr.opname == "IMPORT_FROM" and imported and imported[-1] == "helpers":
+            imported.append(f"helpers.{instr.argval}")
+    for name in imported:
+        root = name.split(".")[0]
+        if name == "helpers.attention" or name.startswith("helpers.attention."):
+            reasons.append(f"it imports {name}")
+        elif root == "helpers" and name != "helpers":
+            reasons.append(f"it imports {name}")
+        elif root in _THREAD_MODULES:
+            reasons.append(f"it imports {name} (threads)")
+        elif root in _REACH_MODULES:
+            reasons.append(f"it imports {name}")
+    if "helpers" in imported and "attention" in code.co_names:
+        reasons.append("it reaches helpers.attention")
+    for const in code.co_consts:
+        if isinstance(const, str) and "helpers.attention" in const:
+            reasons.append("it names helpers.attention in a string")
+    builtins_ = env.get("__builtins__", {})
+    builtins_ = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
+    for name in code.co_names:
+        if name in env:
+            value = env[name]
+            if value is np or _is_numpy_object(value):
+                continue
+            if isinstance(value, type(np)) and value.__name__ == "helpers":
+                if "attention" in code.co_names:
+                    reasons.append("it reaches helpers.attention")
+                continue
+            reasons.extend(_object_reasons(value, visit, name))
+        elif name in _EXEC_NAMES and name in builtins_:
+            reasons.append(f"it calls {name}()")
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            reasons.extend(_code_reasons(const, env, visit))
+    return reasons
+
+
+def _is_numpy_object(value):
+    module = getattr(value, "__module__", None) or getattr(type(value), "__module__", "") or ""
+    return isinstance(module, str) and module.split(".")[0] == "numpy" and not isinstance(value, type(np))
+
+
+def _object_reasons(obj, visit, label=None):
+    """Reasons why ``obj`` (reached from a graded answer) computes with the library, walking
+    functions, classes, instances, closures, defaults and globals, up to ``_MAX_VISITS`` objects."""
+    import sys
+    import types
+
+    if id(obj) in visit or len(visit) > _MAX_VISITS:
+        return []
+    visit.add(id(obj))
+    label = label or getattr(obj, "__name__", type(obj).__name__)
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__
+        root = name.split(".")[0]
+        if _is_helpers_module(obj) and name != "helpers":
+            return [f"it uses the module {name}"]
+        if root in _THREAD_MODULES:
+            return [f"it uses the module {name} (threads)"]
+        if root in _REACH_MODULES:
+            return [f"it uses the module {name}"]
+        return []
+    if isinstance(obj, (bool, int, float, complex, str, bytes, np.ndarray, np.generic)) or obj is None:
+        return []
+    module = getattr(type(obj), "__module__", "") or ""
+    if module.split(".")[0] in _THREAD_MODULES:
+        return [f"{label} is a {type(obj).__name__} (threads)"]
+    if isinstance(obj, functools.partial):
+        reasons = _object_reasons(obj.func, visit)
+        for value in list(obj.args) + list(obj.keywords.values()):
+            reasons.extend(_object_reasons(value, visit))
+        return reasons
+    if isinstance(obj, (types.MethodType,)):
+        return _object_reasons(obj.__func__, visit) + _object_reasons(obj.__self__, visit)
+    if isinstance(obj, (staticmethod, classmethod)):
+        return _object_reasons(obj.__func__, visit)
+    if isinstance(obj, property):
+        return [r for f in (obj.fget, obj.fset) if f is not None for r in _object_reasons(f, visit)]
+    if isinstance(obj, types.FunctionType):
+        fn_module = obj.__module__ or ""
+        if fn_module == "helpers" or fn_module.startswith("helpers."):  # the checks' own helpers too
+            return [f"it calls {fn_module}.{obj.__name__}"]
+        code = obj.__code__
+        _, prints = _library_fingerprints()
+        if (code.co_code, code.co_names, code.co_varnames) not in prints and _third_party_file(code.co_filename):
+            return []
+        reasons = _code_reasons(code, obj.__globals__, visit)
+        for cell in obj.__closure__ or ():
+            try:
+                reasons.extend(_object_reasons(cell.cell_contents, visit))
+            except ValueError:  # an empty cell
+                pass
+        for value in list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values()):
+            reasons.extend(_object_reasons(value, visit))
+        return reasons
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        if obj.__name__ in _EXEC_NAMES and getattr(obj, "__module__", "") == "builtins":
+            return [f"it calls {obj.__name__}()"]
+        return []
+    if isinstance(obj, type):
+        where = obj.__module__ or ""
+        if where == "helpers" or where.startswith("helpers."):
+            return [f"it uses the class {where}.{obj.__name__}"]
+        if where.split(".")[0] in _THREAD_MODULES:
+            return [f"it uses {where}.{obj.__name__} (threads)"]
+        defined_in = getattr(sys.modules.get(where), "__file__", None)
+        if where == "builtins" or _third_party_file(defined_in):
+            return []
+        reasons = []
+        for value in vars(obj).values():
+            reasons.extend(_object_reasons(value, visit))
+        return reasons
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [r for item in list(obj)[:50] for r in _object_reasons(item, visit)]
+    if isinstance(obj, dict):
+        return [r for item in list(obj.values())[:50] for r in _object_reasons(item, visit)]
+    if module.split(".")[0] in ("numpy", "builtins", "math"):
+        return []
+    # an instance of a user's class (a callable object, a SelfAttention): its class and attributes
+    reasons = _object_reasons(type(obj), visit)
+    for value in list(getattr(obj, "__dict__", {}).values())[:50]:
+        reasons.extend(_object_reasons(value, visit))
+    return reasons
+
+
+def _source_reasons(source):
+    """Reasons found in the text of a cell: imports of the library or of threads, exec/compile."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    reasons = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            root = name.split(".")[0]
+            if name == "helpers.attention" or name.startswith("helpers.attention."):
+                reasons.append(f"the cell imports {name}")
+            elif root in _THREAD_MODULES:
+                reasons.append(f"the cell imports {name} (threads)")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _EXEC_NAMES:
+            reasons.append(f"the cell calls {node.func.id}()")
+    return list(dict.fromkeys(reasons))
+
+
+def _interactive_source(filename):
+    """The text of a notebook cell (or any code not in a file), or None for code in a file."""
+    import linecache
+
+    entry = linecache.cache.get(filename)
+    if entry is None or len(entry) < 3 or entry[1] is not None:
+        return None  # code from a file on disk: a test module, a script
+    return "".join(entry[2])
+
+
+def static_refusal(answer, caller_source=None):
+    """Refuse a graded answer that reaches the library, before it is run: a CheckResult or None.
+
+    ``answer`` is what a student passes to a function check (a function, a class, an instance,
+    a ``functools.partial``); ``caller_source`` is the text of the cell that called the check,
+    if known. The walk looks at the answer's code (bytecode), the globals and closures it
+    reads, its default arguments, the methods of its class and its attributes, recursively (up
+    to a few hundred objects), and refuses, with the reason:
+
+    - an import of, or a reference to, :mod:`helpers.attention` (public or private names, any
+      submodule) or another module of :mod:`helpers`;
+    - a copy of a kernel's code (recompiled with ``exec``/``compile``, or pasted): its bytecode
+      equals the kernel's;
+    - a call of ``exec``, ``eval``, ``compile`` or ``__import__``, or use of ``importlib``,
+      ``inspect``, ``linecache``, ``builtins``, ``types``, ``pickle`` or ``marshal``;
+    - threads: ``threading``, ``concurrent.futures``, ``multiprocessing``, ``asyncio``, or a
+      thread or executor object;
+    - in the calling cell: an import of helpers.attention or of a thread module, or a call of
+      exec/eval/compile.
+    """
+    reasons = _object_reasons(answer, set())
+    if caller_source:
+        reasons.extend(_source_reasons(caller_source))
+    reasons = list(dict.fromkeys(reasons))
+    if not reasons:
+        return None
+    shown = "; ".join(reasons[:3])
+    return _incorrect(
+        "reaches_library",
+        f"Refused before running: {shown}. The reason: {LIBRARY_REFUSAL}. Write the computation "
+        "with np.exp, np.max, @ and so on; compare with the library outside the graded cell.",
+    )
+
+
+def _caller_source(depth):
+    """The text of the notebook cell that called the check, or None (a file, a test module)."""
+    import sys
+
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:
+        return None
+    return _interactive_source(frame.f_code.co_filename)
+
+
 def _never_raise(check):
-    """Turn any ``Exception`` escaping a check into an "incorrect" result.
+    """Turn any ``Exception`` escaping a check into an "incorrect" result, and refuse code
+    that reaches the library before running it.
+
+    When a check is given a function (or a class, an instance with methods, a partial), it is
+    first read by :func:`static_refusal`, with the text of the notebook cell that called the
+    check: an answer that imports or reaches :mod:`helpers.attention`, runs a recompiled copy
+    of it, calls exec/compile or starts threads is refused with the reason, and not run.
 
     Numerical warnings are silenced around the whole check (comparisons of
     answers such as 1e308 with the expected numbers may overflow); student
@@ -137,6 +510,13 @@ def _never_raise(check):
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
+                code = [a for a in list(args) + list(kwargs.values()) if callable(a)]
+                if code:  # a graded function: refused before it runs if it reaches the library
+                    source = _caller_source(1)
+                    for answer in code:
+                        refused = static_refusal(answer, source)
+                        if refused is not None:
+                            return refused
                 return check(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the point: never crash on an answer
             return _incorrect(
@@ -170,7 +550,8 @@ def _as_real_array(answer, what):
     if isinstance(answer, (str, bytes, dict, set)):
         return None, _incorrect(
             "wrong_type",
-            f"Your {what} is a {type(answer).__name__}; give a NumPy array or a nested list of numbers.",
+            f"Your {what} {_verb(what, 'is', 'are')} a {type(answer).__name__}; give a NumPy array or a "
+            "nested list of numbers.",
         )
     try:
         with warnings.catch_warnings():
@@ -181,24 +562,31 @@ def _as_real_array(answer, what):
     if arr is None or arr.dtype.kind not in "biufc":
         return None, _incorrect(
             "wrong_type",
-            f"Your {what} is not an array of numbers (rows of different lengths, text or "
+            f"Your {what} {_verb(what, 'is', 'are')} not an array of numbers (rows of different lengths, text or "
             "other objects); give a NumPy array or a nested list of numbers.",
         )
     if arr.size == 0:
-        return None, _not_yet(f"Your {what} is empty: compute it and pass it to this check.")
+        return None, _not_yet(
+            f"Your {what} {_verb(what, 'is', 'are')} empty: compute {_verb(what, 'it', 'them')} and pass "
+            f"{_verb(what, 'it', 'them')} to this check."
+        )
     if arr.dtype.kind == "b":
         return None, _incorrect(
-            "wrong_type", f"Your {what} holds True/False values; it should hold numbers."
+            "wrong_type",
+            f"Your {what} {_verb(what, 'holds', 'hold')} True/False values; {_verb(what, 'it', 'they')} "
+            f"should hold numbers.",
         )
     if arr.dtype.kind == "c":
         return None, _incorrect(
-            "complex", f"Your {what} holds complex numbers; attention only uses real numbers."
+            "complex",
+            f"Your {what} {_verb(what, 'holds', 'hold')} complex numbers; attention only uses real numbers.",
         )
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         return None, _incorrect(
             "not_finite",
-            f"Your {what} contains NaN or infinity; every entry should be a finite number.",
+            f"Your {what} {_verb(what, 'contains', 'contain')} NaN or infinity; every entry should be a "
+            "finite number.",
         )
     return arr, None
 
@@ -238,8 +626,7 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     if result is not None:
         return result
     if _RECORDING is not None:
-        _RECORDING.append(("array", what, expected, [(name, _compute(thunk)) for name, thunk, _ in mistakes],
-                           atol, rtol))
+        record("array", what, expected, [(name, _compute(thunk)) for name, thunk, _ in mistakes], atol, rtol)
     candidates = []
     for name, thunk, message in mistakes:
         value = _compute(thunk)
@@ -253,11 +640,13 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     if arr.shape != expected.shape:
         return _incorrect(
             "wrong_shape",
-            f"Your {what} has shape {arr.shape}, but it should have shape {expected.shape}.{shape_hint}",
+            f"Your {what} {_verb(what, 'has', 'have')} shape {arr.shape}, but {_verb(what, 'it', 'they')} "
+            f"should have shape {expected.shape}.{shape_hint}",
         )
     return _incorrect(
         "wrong_values",
-        f"Your {what} has the right shape but not the right numbers." + _row_hint(arr, expected, atol),
+        f"Your {what} {_verb(what, 'has', 'have')} the right shape but not the right numbers."
+        + _row_hint(arr, expected, atol),
     )
 
 
@@ -272,6 +661,7 @@ class _Call:
     error: Exception | None = None
     warned: bool = False
     used: tuple = ()
+    overflowed: bool = False  # NumPy's warning said "overflow"
 
 
 LIBRARY_KERNELS = (
@@ -335,11 +725,16 @@ def _record_library_calls(used, allowed=()):
         if event == "call" and frame.f_code in watched:
             used.append(watched[frame.f_code])
 
+    import threading
+
     previous = sys.getprofile()
+    previous_threads = threading.getprofile()
     sys.setprofile(profile)
+    threading.setprofile(profile)  # a kernel called from a worker thread is seen too
 
     def restore():
         sys.setprofile(previous)
+        threading.setprofile(previous_threads)
         for where, name, fn in replaced:
             setattr(where, name, fn)
 
@@ -361,10 +756,18 @@ def _call_student(fn, *args, allowed=()):
         try:
             value = fn(*args)
         except Exception as exc:  # noqa: BLE001 - the student's code may raise anything
-            return _Call(error=exc, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+            return _Call(error=exc, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)),
+                         overflowed=_overflow_warning(caught))
         finally:
             restore()
-    return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)))
+    return _Call(value=value, warned=_numeric_warning(caught), used=tuple(dict.fromkeys(used)),
+                 overflowed=_overflow_warning(caught))
+
+
+def _fresh_rng():
+    """A generator seeded from the operating system: each run of a check draws one case that no
+    one has seen before, so a lookup table of the probes (visible or hidden) cannot pass."""
+    return np.random.default_rng()
 
 
 def _used_library(call, what):
@@ -378,6 +781,11 @@ def _used_library(call, what):
         "please write the computation yourself with NumPy (np.exp, np.max, @ and so on); you are "
         "welcome to compare your result with the kernel outside the function.",
     )
+
+
+def _overflow_warning(caught):
+    """True if NumPy warned about an overflow (of exp, most often)."""
+    return any(issubclass(w.category, RuntimeWarning) and "overflow" in str(w.message) for w in caught)
 
 
 def _numeric_warning(caught):
@@ -411,8 +819,28 @@ def _check_callable(fn, what):
 
 
 def _raised(call, what):
+    """The "incorrect" result for a student's function that raised; known errors get a name."""
     exc = call.error
     text = str(exc)
+    if isinstance(exc, TypeError) and (
+        "scalar index" in text or "cannot be interpreted as an integer" in text
+    ):
+        return _incorrect(
+            "max_of_two_arrays",
+            f"Your {what} raised TypeError ({text}). That is what np.max(a, b) or s.max(b) does "
+            "when b is an array or a number: the second argument of np.max is the axis. For the "
+            "larger of two arrays, entry by entry, use np.maximum(a, b); for the maximum of each "
+            "row, use np.max(s, axis=-1, keepdims=True).",
+        )
+    if isinstance(exc, ValueError) and "could not be broadcast" in text:
+        return _incorrect(
+            "missing_keepdims",
+            f"Your {what} raised ValueError ({text.strip()}). A row maximum or row sum taken "
+            "without keepdims=True has shape (n,), which NumPy lines up with the columns, not "
+            "the rows; take it with keepdims=True (shape (n, 1)) so it lines up with each row.",
+        )
+    if isinstance(exc, (FloatingPointError, OverflowError)):
+        return _overflow(call, what)
     if len(text) > 120:
         text = text[:117] + "..."
     return _incorrect(
@@ -420,6 +848,65 @@ def _raised(call, what):
     )
 
 
+
+
+OVERFLOW_FIX = (
+    "Subtract each row's maximum before np.exp, s - s.max(axis=-1, keepdims=True): the "
+    "weights do not change, and the largest exponent becomes exp(0) = 1 (the log-sum-exp "
+    "trick of notebooks 05 and 06)."
+)
+
+
+def _overflow(call, what, where=""):
+    """The "incorrect" result for a function whose output is not finite or that made NumPy warn."""
+    warned = " NumPy warned about an overflow or an invalid value while it ran." if call.warned else ""
+    return _incorrect(
+        "overflow",
+        f"Your {what} overflowed{where}: np.exp of a score in the hundreds or thousands is inf "
+        f"in float64, and inf / inf is NaN.{warned} {OVERFLOW_FIX}",
+    )
+
+
+def _broke(call, got):
+    """True when a student's call warned or returned values that are not all finite."""
+    return call.warned or (got is not None and not bool(np.all(np.isfinite(got))))
+
+
+FLOAT32_TOL = 2e-3
+"""Tolerance for a student's function that computes in float32 (about 7 significant digits,
+fewer after exp of large scores): within it, the answer is accepted with a note."""
+
+
+def _low_precision(value):
+    """'float32' or 'float16' when the student's result (or any array in it) is that dtype, else None."""
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    for item in items:
+        dtype = getattr(item, "dtype", None)
+        if dtype is not None and dtype in (np.float32, np.float16):
+            return str(dtype)
+    return None
+
+
+def _precision_verdict(dtype, got, expected, what):
+    """For a float32/float16 result that misses the float64 tolerance: (ok, message).
+
+    ok is True (accepted, with a note) when the result is within ``FLOAT32_TOL`` in float32;
+    otherwise the message says exactly that precision is the problem when it is.
+    """
+    close = _close(got, expected, FLOAT32_TOL, FLOAT32_TOL)
+    if dtype == "float32" and close:
+        return True, (
+            f" A note on precision: your {what} computes in float32, which keeps about 7 digits, "
+            "so it agrees with the float64 reference only to about 1e-4 here; that is float32's "
+            "precision, not a mistake. Leave the arrays in float64 to match to 1e-6."
+        )
+    if dtype == "float16" and _close(got, expected, 5e-2, 5e-2):
+        return False, (
+            f"Your {what} computes in float16, which keeps about 3 digits: the result is right "
+            "only to about 1e-2, and that precision is the problem. Compute in float64 (NumPy's "
+            "default)."
+        )
+    return False, None
 
 
 def _as_number(answer):
@@ -443,17 +930,18 @@ def _not_a_number(answer, what):
         except ValueError:
             return _incorrect(
                 "not_a_number",
-                f"Your {what} is the text {text!r}, not a number. Write the number itself, "
+                f"Your {what} {_verb(what, 'is', 'are')} the text {text!r}, not a number. Write the number itself, "
                 "without quotes, for example 0.25 or 3e6.",
             )
         return _incorrect(
             "not_a_number",
-            f"Your {what} is the text {text!r}, not a number. Write it without quotes: {plain} "
+            f"Your {what} {_verb(what, 'is', 'are')} the text {text!r}, not a number. Write it without quotes: {plain} "
             "(Python also reads 1_000_000 and 1e6).",
         )
     return _incorrect(
         "not_a_number",
-        f"Your {what} is a {type(answer).__name__}; give one number, for example 0.25 or 3e6.",
+        f"Your {what} {_verb(what, 'is', 'are')} a {type(answer).__name__}; give one number, for example "
+        "0.25 or 3e6.",
     )
 
 
@@ -501,19 +989,18 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
     ``mistakes`` is a list of ``(name, value, message)``; a mistake whose value is
     within ``rtol`` of the expected one is skipped (it cannot be told apart).
     """
-    if _RECORDING is not None:
-        _RECORDING.append(("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, rtol))
+    record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, rtol)
     value = _as_number(answer)
     if value is None:
         return _not_a_number(answer, what)
     if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
+        return _incorrect("not_finite", f"Your {what} ({value}) {_verb(what, 'is', 'are')} not a finite number.")
     if _near(value, expected, rtol):
         return None
     for name, target, message in mistakes:
         if not _near(target, expected, rtol) and _near(value, target, rtol):
-            return _incorrect(name, f"Your {what} is {value:g}. " + message)
-    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
+            return _incorrect(name, f"Your {what} {_verb(what, 'is', 'are')} {value:g}. " + message)
+    return _incorrect("wrong_value", f"Your {what} {_verb(what, 'is', 'are')} {value:g}, which is not right. {hint}")
 
 
 def _parts(parts, *, done, empty):
@@ -524,20 +1011,25 @@ def _parts(parts, *, done, empty):
     given ones are right; ``done`` is the message when every part is right and
     ``empty`` the one when none is given.
     """
-    right, missing = [], []
+    right, missing, wrong = [], [], []
     for label, answer, verdict in parts:
         if _is_empty(answer):
             missing.append(label)
             continue
         result = verdict(answer)
-        if result is not None and _RECORDING is None:
-            return result
+        if result is not None:
+            wrong.append(result)
+            if _RECORDING is None:
+                return result
+            continue  # while recording, every part's comparison is made, and still reported
         right.append(label)
+    if wrong:
+        return wrong[0]
     if not right:
         return _not_yet(empty)
     if missing:
         return _not_yet(
-            f"So far so good: {_and(right)} {'is' if len(right) == 1 else 'are'} right. "
+            f"So far so good: {_and(right)} {_verb(right, 'is', 'are')} right. "
             f"Now give {_and(missing)}."
         )
     return _correct(done)

@@ -13,18 +13,23 @@ from helpers.checks._core import (
     HAND_ATOL,
     _as_number,
     _as_real_array,
+    _broke,
     _call_student,
     _check_callable,
     _close,
     _compute,
     _correct,
     _float_result,
+    _fresh_rng,
     _incorrect,
+    _low_precision,
     _match,
     _near,
     _never_raise,
     _number_verdict,
+    _overflow,
     _parts,
+    _precision_verdict,
     _raised,
     _used_library,
 )
@@ -33,15 +38,26 @@ from helpers.checks._core import (
 # "journey" (The Engine of Transformers): one row, the class, the variance
 # ---------------------------------------------------------------------------
 
-_JOURNEY_ROW = 1  # the query "journey", whose row the document prints
-
-
 def _match_row(arr, matrix, row, mistakes, *, tokens, what, atol):
     """``_match`` for one row of ``matrix``; an unrecognised answer that is another row says so."""
     result = _match(arr, matrix[row], mistakes, what=what, atol=atol)
     if result is not None and result.mistake == "wrong_values":
         other = _other_row(arr, matrix, row, tokens, atol)
         result = result if other is None else other  # not ``or``: an incorrect result is falsy
+    return result
+
+
+def _six_token_row(result, arr, six, tokens, what, atol):
+    """``result``, but a six-entry answer that is a row of the six-token sentence's ``six`` says so."""
+    if result is None or result.mistake != "wrong_shape" or arr.shape != six.shape[1:]:
+        return result
+    for i in range(six.shape[0]):
+        if np.allclose(arr, six[i], rtol=0, atol=atol):
+            return _incorrect(
+                "six_keys",
+                f"That is the row of {tokens[i]!r} in the six-token sentence. The {what} asked for are "
+                f"those of 'starts' (row 2) in the sentence with {NEW_TOKEN!r} appended: seven of them.",
+            )
     return result
 
 
@@ -61,305 +77,429 @@ def _other_row(arr, matrix, row, tokens, atol):
     return None
 
 
+_STARTS_ROW = 2  # the query "starts": the row the exercises ask for (the example prints row 1)
+
+NEW_TOKEN = "forward"
+"""The token the exercises append to the six of the journey sentence."""
+
+NEW_INPUT = (0.91, 0.12, 0.65)
+"""Its input vector (3 numbers in [0, 1], like the others); the tasks print it."""
+
+
+def _journey():
+    """The example and the scores of the seven-token sentence (the journey sentence + NEW_TOKEN)."""
+    ex = examples.load_example("journey")
+    x = np.vstack([ex.inputs, NEW_INPUT])              # (7, 3)
+    scores = (x @ ex.w_q) @ (x @ ex.w_k).T              # (7, 2) x (2, 7) -> (7, 7)
+    return ex, x, scores
+
+
+def _six(ex):
+    """The scores of the six-token sentence, as notebook 04 computes them."""
+    return ex.q @ ex.k.T                                # (6, 6)
+
+
 @_never_raise
 def check_journey_scores_row(row):
-    """Check the unscaled scores of the query "journey" against all six keys.
+    """Check the unscaled scores of the query "starts" (row 2) in the sentence grown to seven tokens.
 
-    ``load_example("journey")``: queries X W_q, keys X W_k, and the row is
-    ``(X W_q)[1] @ (X W_k).T``, about [1.2705, 1.8524, 1.8111, 1.0795, 0.5577,
-    1.5440]. The document prints [14.5, 25.1, 24.8, 14.3, 8.6, 17.6], which do
-    not follow from its inputs.
+    The token ``NEW_TOKEN`` with input ``NEW_INPUT`` is appended to the six of the
+    journey sentence; the row asked for pairs the query of "starts" with all seven
+    keys. Notebook 04 computes the six-token sentence only.
 
     Parameters
     ----------
-    row : array_like, shape (6,)
+    row : array_like, shape (7,)
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``document_row`` (the printed
-        row), ``scaled`` (already divided by sqrt(d_k)), ``divided_by_d_k``,
-        ``swapped_q_k`` ((X W_k)(X W_q)^T: the column of "journey"),
-        ``no_projection`` (X X^T, the recap's scores), ``whole_matrix``,
+        Mistakes recognised, in this order: ``six_keys`` (a row of the
+        six-token sentence), ``document_row`` (the row the document prints),
+        ``new_token_first`` (the new token put before the others), ``scaled``
+        (already divided by sqrt(d_k)), ``divided_by_d_k``, ``swapped_q_k`` (the
+        column of "starts"), ``no_projection`` (X X^T), ``whole_matrix``,
         ``wrong_row`` (another token's row), then ``wrong_shape`` /
         ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
-
-    Examples
-    --------
-    >>> print(check_journey_scores_row([1.27, 1.85, 1.81, 1.08, 0.56, 1.54]))
-    ✅ correct: Right: the 'journey' query against every key, (X W_q)[1] @ (X W_k)^T, before scaling.
-    >>> check_journey_scores_row([14.5, 25.1, 24.8, 14.3, 8.6, 17.6]).mistake
-    'document_row'
     """
-    ex = examples.load_example("journey")
-    x, q, k = ex.inputs, ex.q, ex.k
-    d_k = q.shape[-1]
-    scores = q @ k.T
-    exact = scores[_JOURNEY_ROW]
+    ex, x, scores = _journey()
+    d_k = ex.q.shape[-1]
+    exact = scores[_STARTS_ROW]
     arr, result = _as_real_array(row, "scores")
     if result is not None:
         return result
+    x_first = np.vstack([NEW_INPUT, ex.inputs])
     mistakes = [
+        ("six_keys", lambda: _six(ex)[_STARTS_ROW],
+         f"That is the row of 'starts' in the six-token sentence. The sentence now has seven tokens: "
+         f"{NEW_TOKEN!r} brings a key of its own, so the row has seven scores."),
         ("document_row", lambda: ex.figure("scores_row1").printed,
-         "That is the row the document prints, which does not follow from its own inputs and "
-         "weights; compute q_journey · k_j for every key j."),
+         "That is the row the document prints, for 'journey' in the six-token sentence; the row asked "
+         f"for is that of 'starts', against the seven keys of the sentence with {NEW_TOKEN!r}."),
+        ("new_token_first", lambda: ((x_first @ ex.w_q) @ (x_first @ ex.w_k).T)[_STARTS_ROW + 1],
+         f"You put {NEW_TOKEN!r} before the other tokens; it is appended at the end (index 6), so "
+         "'starts' keeps index 2 and the order of the keys is that of the sentence."),
         ("scaled", lambda: exact / math.sqrt(d_k),
-         f"These are already divided by sqrt(d_k) = sqrt({d_k}); Step 3's row is before scaling."),
+         f"These are already divided by sqrt(d_k) = sqrt({d_k}); the row asked for is before scaling."),
         ("divided_by_d_k", lambda: exact / d_k,
          "You divided by d_k; the row asked for is before any scaling."),
-        ("swapped_q_k", lambda: scores[:, _JOURNEY_ROW],
-         "You paired the 'journey' key with every query ((X W_k)(X W_q)^T, or the column of S); "
-         "the row pairs the 'journey' query with every key: q_journey · k_j."),
-        ("no_projection", lambda: (x @ x.T)[_JOURNEY_ROW],
-         "These are the recap's scores x_journey · x_j, without the projections; use the queries "
+        ("swapped_q_k", lambda: scores[:, _STARTS_ROW],
+         "You paired the 'starts' key with every query (the column of S); the row pairs the "
+         "'starts' query with every key."),
+        ("no_projection", lambda: (x @ x.T)[_STARTS_ROW],
+         "These are the recap's scores x_starts · x_j, without the projections; use the queries "
          "X W_q and keys X W_k."),
         ("whole_matrix", lambda: scores,
-         "That is the whole 6 x 6 matrix; give only the row of 'journey' (row 1)."),
+         "That is the whole 7 x 7 matrix; give only the row of 'starts' (row 2)."),
     ]
-    result = _match_row(arr, scores, _JOURNEY_ROW, mistakes, tokens=ex.tokens, what="scores", atol=HAND_ATOL)
+    tokens = list(ex.tokens) + [NEW_TOKEN]
+    result = _match_row(arr, scores, _STARTS_ROW, mistakes, tokens=tokens, what="scores", atol=HAND_ATOL)
+    result = _six_token_row(result, arr, _six(ex), ex.tokens, "scores", HAND_ATOL)
     return result if result is not None else _correct(
-        "Right: the 'journey' query against every key, (X W_q)[1] @ (X W_k)^T, before scaling."
+        f"Right: the 'starts' query against all seven keys, before scaling. The first six are the "
+        f"scores of the six-token sentence; {NEW_TOKEN!r} only adds the seventh."
     )
+
+
+WEIGHTS_ATOL = 2e-4
+"""Tolerance of the weights row: the row of "journey" is 0.0008 from that of "starts" (in one
+entry), so two-decimal answers cannot tell them apart; the row is computed, not rounded."""
 
 
 @_never_raise
 def check_journey_weights_row(row):
-    """Check the attention weights of the query "journey": softmax of its scores / sqrt(2).
+    """Check the attention weights of the query "starts" in the seven-token sentence.
 
-    About [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]; the document prints
-    the self-weight as 0.22 (its row sums to 0.99). No hint quotes the exact row.
+    Softmax of its seven scores divided by sqrt(d_k). The row of "journey" differs
+    from it by less than 0.001 in one entry, so the tolerance is ``WEIGHTS_ATOL`` =
+    2e-4 and a row rounded to two or three decimals is named ``rounded``.
 
     Parameters
     ----------
-    row : array_like, shape (6,)
+    row : array_like, shape (7,)
 
     Returns
     -------
     CheckResult
-        Mistakes recognised, in this order: ``document_row`` (the printed row,
-        with 0.22 for "journey"), ``unscaled``, ``divided_by_d_k``,
-        ``scaled_by_d_in`` (sqrt(3), the input width), ``softmax_whole_matrix``,
-        ``wrong_axis`` (softmax over the queries: the column of "journey"),
-        ``document_scores`` (softmax of the document's printed scores / sqrt(2)),
-        ``whole_matrix``, ``wrong_row``, then ``wrong_shape`` /
+        Mistakes recognised, in this order: ``six_keys`` (a row of the
+        six-token sentence), ``kept_six_weights`` (those six with a seventh
+        appended), ``document_row``, ``rounded``, ``unscaled``,
+        ``divided_by_d_k``, ``scaled_by_d_in``, ``softmax_whole_matrix``,
+        ``wrong_axis``, ``whole_matrix``, ``wrong_row``, then ``wrong_shape`` /
         ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
-
-    Examples
-    --------
-    >>> print(check_journey_weights_row([0.150, 0.226, 0.220, 0.131, 0.091, 0.182]))
-    ✅ correct: Right: softmax of the 'journey' scores divided by sqrt(2); the self-weight is 0.2264.
-    >>> check_journey_weights_row([0.15, 0.22, 0.22, 0.13, 0.09, 0.18]).mistake
-    'document_row'
     """
-    ex = examples.load_example("journey")
-    q, k = ex.q, ex.k
-    d_k = q.shape[-1]
-    scores = q @ k.T
+    ex, x, scores = _journey()
+    d_k = ex.q.shape[-1]
     d_in = ex.inputs.shape[-1]
     weights = attention.softmax(scores / math.sqrt(d_k))
-    exact = weights[_JOURNEY_ROW]
+    exact = weights[_STARTS_ROW]
+    six = attention.softmax(_six(ex) / math.sqrt(d_k))[_STARTS_ROW]
     arr, result = _as_real_array(row, "weights")
     if result is not None:
         return result
     mistakes = [
+        ("six_keys", lambda: six,
+         f"That is the row of 'starts' in the six-token sentence. With {NEW_TOKEN!r} appended the "
+         "row has seven weights, one per key."),
+        ("kept_six_weights", lambda: np.append(six, exact[-1]),
+         f"Your first six weights are those of the six-token sentence, and with the weight of "
+         f"{NEW_TOKEN!r} the row sums to {six.sum() + exact[-1]:.4f}, not 1. Each weight is "
+         "normalised by the whole row, which now has seven keys."),
         ("document_row", lambda: ex.figure("weights_row1").printed,
-         "That is the row the document prints. Add up its entries: a row of weights must sum to 1. "
-         "Recompute the softmax of the scaled scores and round only at the end."),
-        ("unscaled", lambda: attention.softmax(scores[_JOURNEY_ROW]),
+         "That is the row the document prints, for 'journey' in the six-token sentence (add it up: "
+         "it sums to 0.99). Compute the row of 'starts' from its seven scores."),
+        ("rounded", lambda: exact.round(2),
+         "Your row is rounded to two decimals. Give the values as computed: the row of 'journey' "
+         "differs from that of 'starts' by less than 0.001, so rounded rows cannot tell them apart."),
+        ("rounded", lambda: exact.round(3),
+         "Your row is rounded to three decimals. Give the values as computed: the row of 'journey' "
+         "differs from that of 'starts' by less than 0.001, so rounded rows cannot tell them apart."),
+        ("unscaled", lambda: attention.softmax(scores[_STARTS_ROW]),
          f"You forgot to divide the scores by sqrt(d_k) = sqrt({d_k}) before the softmax."),
-        ("divided_by_d_k", lambda: attention.softmax(scores[_JOURNEY_ROW] / d_k),
+        ("divided_by_d_k", lambda: attention.softmax(scores[_STARTS_ROW] / d_k),
          f"You divided the scores by d_k = {d_k}; divide by sqrt(d_k) instead."),
-        ("scaled_by_d_in", lambda: attention.softmax(scores[_JOURNEY_ROW] / math.sqrt(d_in)),
+        ("scaled_by_d_in", lambda: attention.softmax(scores[_STARTS_ROW] / math.sqrt(d_in)),
          f"You divided the scores by sqrt({d_in}), the square root of the input width d_in; the "
          f"queries and keys have width d_k = {d_k} after the projection, so divide by sqrt({d_k})."),
         ("softmax_whole_matrix", lambda: attention.softmax((scores / math.sqrt(d_k)).ravel()).reshape(
-            scores.shape)[_JOURNEY_ROW],
-         "Your softmax normalised the whole 6 x 6 matrix at once, so this row sums to much less than 1; "
-         "normalise the row of 'journey' on its own."),
-        ("wrong_axis", lambda: attention.softmax(scores / math.sqrt(d_k), axis=0)[:, _JOURNEY_ROW],
-         "Your softmax normalised over the queries (axis=0), which gives the column of 'journey'; "
+            scores.shape)[_STARTS_ROW],
+         "Your softmax normalised the whole 7 x 7 matrix at once, so this row sums to much less than 1; "
+         "normalise the row of 'starts' on its own."),
+        ("wrong_axis", lambda: attention.softmax(scores / math.sqrt(d_k), axis=0)[:, _STARTS_ROW],
+         "Your softmax normalised over the queries (axis=0), which gives the column of 'starts'; "
          "normalise the row over the keys (axis=-1)."),
-        ("document_scores", lambda: attention.softmax(ex.figure("scores_row1").printed / math.sqrt(d_k)),
-         "You started from the document's printed scores, which do not follow from its inputs; "
-         "compute the scores from X, W_q and W_k first."),
         ("whole_matrix", lambda: weights,
-         "That is the whole 6 x 6 weights matrix; give only the row of 'journey' (row 1)."),
+         "That is the whole 7 x 7 weights matrix; give only the row of 'starts' (row 2)."),
     ]
-    result = _match_row(arr, weights, _JOURNEY_ROW, mistakes, tokens=ex.tokens, what="weights", atol=HAND_ATOL)
+    tokens = list(ex.tokens) + [NEW_TOKEN]
+    result = _match_row(arr, weights, _STARTS_ROW, mistakes, tokens=tokens, what="weights",
+                        atol=WEIGHTS_ATOL)
+    result = _six_token_row(result, arr, attention.softmax(_six(ex) / math.sqrt(d_k)), ex.tokens,
+                            "weights", WEIGHTS_ATOL)
     return result if result is not None else _correct(
-        f"Right: softmax of the 'journey' scores divided by sqrt({d_k}); the self-weight is "
-        f"{exact[_JOURNEY_ROW]:.4f}."
+        f"Right: softmax of the seven 'starts' scores divided by sqrt({d_k}), each entry to within "
+        f"{WEIGHTS_ATOL:g}."
     )
 
 
 def _self_attention_cases(seed=None):
-    """The journey example, then a seeded case with n = d_out, where more mistakes show."""
+    """The journey example, a seeded case with n = d_out, and three probes the notebook does not show.
+
+    Every score stays below ``MAX_SCORE`` in size: E4 comes before notebooks 05 and 06, which
+    teach the max subtraction, so the plain softmax of notebook 01 must pass here (the
+    overflow cases are E5's). Rows of very different sizes are still there.
+    """
     ex = examples.load_example("journey")
     rng = np.random.default_rng(43)
     n, d_in, d_out = 4, 5, 4
     square = (rng.normal(size=(n, d_in)),) + tuple(rng.normal(size=(d_in, d_out)) for _ in range(3))
-    cases = [("the journey example", (ex.inputs, ex.w_q, ex.w_k, ex.w_v)),
+    cases = [(f"the journey sentence with {NEW_TOKEN!r} appended",
+              (np.vstack([ex.inputs, NEW_INPUT]), ex.w_q, ex.w_k, ex.w_v)),
              (f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", square)]
-    # Probes the notebook does not show: other shapes, a wide case and inputs of very different sizes.
     hidden = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
-    for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 1.0), (5, 4, 3, 6.0)):
+    for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 0.5), (5, 4, 3, 1.5), (1, 4, 2, 1.0)):
         x = hidden.normal(size=(n, d_in)) * spread
-        x[0] += 20.0 * spread  # one row far from the others: large scores in one row
+        x[0] *= 3.0  # one row larger than the others: its scores are larger
         ws = tuple(hidden.normal(size=(d_in, d_out)) for _ in range(3))
         cases.append((f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", (x,) + ws))
+    fresh = _fresh_rng()  # a case drawn anew at each run: no table of the probes can hold it
+    x = fresh.normal(size=(5, 4))
+    cases.append(("a random case drawn at this run (n = 5, d_in = 4, d_out = 3)",
+                  (x,) + tuple(fresh.normal(size=(4, 3)) for _ in range(3))))
     return cases
 
 
 _HIDDEN_SEED = 8_675_309
 
-EXPECTED_RTOL = 0.005
-"""Relative tolerance for an expected value worked out by reasoning (it is exact)."""
+MAX_SCORE = 100.0
+"""The largest score (in size) of any E4 probe: far from exp's overflow at about 709."""
+
+EXPECTED_RTOL = 1e-6
+"""Relative tolerance for an expected value worked out from the formula: it is exact, so only
+rounding errors of the arithmetic are allowed (100 / sqrt(100)**2 is 1.0000000000000002)."""
+
+ESTIMATE_RTOL = 0.3
+"""An answer within 30 % of the expected value that is not a recognised mistake is taken as a
+simulated estimate (a sample), and refused as such: the task asks for the expectation."""
 
 
-def _run_self_attention(fn, x, w_q, w_k, w_v):
-    """Call a function ``fn(x, w_q, w_k, w_v)``, or a class ``fn(w_q, w_k, w_v)`` then ``.forward(x)``."""
-    if isinstance(fn, type):
-        made = _call_student(fn, w_q, w_k, w_v)
-        if made.error is not None or made.used:
-            return made
-        obj = made.value
-        method = getattr(obj, "forward", None)
-        return _call_student(method if callable(method) else obj, x)
-    return _call_student(fn, x, w_q, w_k, w_v)
+def _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=None, own=True):
+    """The new token's context and the grown cache (``own``=False: it does not attend to itself)."""
+    q, k, v = x_new @ w_q, x_new @ w_k, x_new @ w_v     # (d_k,), (d_k,), (d_v,)
+    all_k, all_v = np.vstack([keys, k]), np.vstack([values, v])
+    use_k, use_v = (all_k, all_v) if own else (keys, values)
+    scale = 1 / math.sqrt(w_k.shape[1]) if scale is None else scale
+    w = attention.softmax(use_k @ q * scale)           # (n + 1,)
+    return w @ use_v, all_k, all_v, w
+
+
+def _decode_cases(seed=None):
+    """``(label, x_new, keys, values, w_q, w_k, w_v)``: the cache of every probe of
+    :func:`_self_attention_cases` but its last token, which is the new one."""
+    cases = []
+    for label, (x, w_q, w_k, w_v) in _self_attention_cases(seed):
+        if x.shape[0] < 2:
+            x = np.vstack([x, 0.5 * x])                  # a cache of one token
+        old = x[:-1]
+        cases.append((label, x[-1], old @ w_k, old @ w_v, w_q, w_k, w_v))
+    return cases
+
+
+def _as_decode(value, d_v, n_new, d_k):
+    """The student's (context, keys, values) as float arrays, or None; a (1, d_v) context is read as (d_v,)."""
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        return None
+    parts = [_float_result(a) for a in value]
+    if any(a is None for a in parts):
+        return None
+    context, keys, values = parts
+    if context.size == d_v:
+        context = context.reshape(d_v)
+    if context.shape != (d_v,) or keys.shape != (n_new, d_k) or values.shape != (n_new, d_v):
+        return None
+    return context, keys, values
 
 
 @_never_raise
 def check_self_attention(fn, seed=None):
-    """Check a student's self-attention forward pass (the "journey" document's SelfAttention).
+    """Check a student's ``attend_new_token(x_new, keys, values, w_q, w_k, w_v)``: one decoding step.
 
-    ``fn`` is a function ``self_attention(x, w_q, w_k, w_v)`` returning the
-    context vectors ``softmax((x W_q)(x W_k)^T / sqrt(d_out)) (x W_v)``, shape
-    (n, d_out) (or a tuple whose first item is them), or a class whose
-    constructor takes ``(w_q, w_k, w_v)`` and whose instances have a
-    ``forward(x)`` method (or are callable). It is run on the journey example
-    (n = 6, d_in = 3, d_out = 2), on a seeded case with n = d_out = 4,
-    d_in = 5, where a missing transpose and returned weights have the shape
-    of the right answer, and on three cases the notebook does not show
-    (other shapes, 33 tokens, one input row far from the rest). While ``fn``
-    runs, the kernels of :mod:`helpers.attention` are replaced by recording
-    stand-ins: calling one is reported as ``used_library``.
+    The keys (n, d_k) and values (n, d_v) of the tokens so far are kept (a cache);
+    a new token with input ``x_new`` (d_in,) arrives. The function returns the
+    tuple ``(context, keys, values)``: the new token's context vector (d_v,), from
+    its query against all n + 1 keys (its own included), scaled by sqrt(d_k), and
+    the cache grown by its key and value, (n + 1, d_k) and (n + 1, d_v). The old
+    inputs are not passed: the old keys and values are not recomputed. Notebook 04
+    computes all the tokens at once from their inputs. Run on the journey sentence
+    with the token "forward" appended (``NEW_INPUT``), a seeded case, four cases the
+    notebook does not show (other shapes, 33 tokens, a cache of one token, one input
+    row larger than the rest) and one case drawn anew at each run. Every score stays
+    below ``MAX_SCORE`` = 100, so the softmax of notebook 01, without the max
+    subtraction, passes. The answer is read first by
+    :func:`helpers.checks._core.static_refusal`; while it runs, the kernels of
+    :mod:`helpers.attention` are replaced by recording stand-ins.
 
     Parameters
     ----------
-    fn : callable or class
+    fn : callable
     seed : int, optional
         The seed of the hidden random probes (graders use other seeds for hidden tests).
 
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``not_callable``, ``used_library`` (called a kernel of
-        :mod:`helpers.attention`), ``raises``, ``unscaled``,
-        ``divided_by_d_k``, ``scaled_by_d_in`` (sqrt of the input width
-        instead of d_out = d_k), ``wrong_axis``, ``no_transpose``
-        (queries @ keys), ``swapped_q_k`` (keys @ queries^T),
-        ``softmax_whole_matrix``, ``returned_weights``, ``unprojected_values`` (weights @ x),
-        ``wrong_shape``, ``wrong_values``.
-
-    Examples
-    --------
-    >>> def self_attention(x, w_q, w_k, w_v):
-    ...     q, k, v = x @ w_q, x @ w_k, x @ w_v
-    ...     s = q @ k.T / math.sqrt(k.shape[-1])
-    ...     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    ...     return e / e.sum(axis=-1, keepdims=True) @ v
-    >>> print(check_self_attention(self_attention))
-    ✅ correct: Right: your forward pass projects, scores, scales by sqrt(d_out),
-    normalises each row and mixes the values.
-    >>> check_self_attention(lambda x, wq, wk, wv: attention.scaled_dot_product_attention(
-    ...     x @ wq, x @ wk, x @ wv)[0]).mistake
-    'used_library'
+        Mistakes recognised: ``not_callable``, ``reaches_library``,
+        ``used_library``, ``raises`` (and the named ones), ``whole_sentence_signature``
+        (a function of the whole sentence's inputs, as in notebook 04),
+        ``cache_not_returned`` (the context alone), ``wrong_shape``, ``overflow``,
+        ``not_finite``, ``cache_not_grown``, ``new_token_first``,
+        ``keys_values_swapped``, ``key_from_w_q``, ``forgot_own_key``, ``unscaled``,
+        ``divided_by_d_k``, ``scaled_by_d_in``, ``unprojected_value``,
+        ``wrong_values``. A float32 result within ``FLOAT32_TOL`` is accepted with a
+        note on precision.
     """
-    result = None if isinstance(fn, type) else _check_callable(fn, "self_attention")
+    what = "attend_new_token"
+    result = _check_callable(fn, what)
     if result is not None:
         return result
-    sm = attention.softmax
-    for case, (x, w_q, w_k, w_v) in _self_attention_cases(seed):
-        call = _run_self_attention(fn, x, w_q, w_k, w_v)
+    if isinstance(fn, type):
+        return _incorrect(
+            "whole_sentence_signature",
+            "You passed a class. The task asks for a function attend_new_token(x_new, keys, values, "
+            "w_q, w_k, w_v) that handles one new token, given the keys and values kept so far.",
+        )
+    note = ""
+    for case, x_new, keys, values, w_q, w_k, w_v in _decode_cases(seed):
+        call = _call_student(fn, x_new, keys, values, w_q, w_k, w_v)
         if call.used:
-            return _used_library(call, "self-attention")
+            return _used_library(call, what)
+        if isinstance(call.error, TypeError) and "positional argument" in str(call.error):
+            return _incorrect(
+                "whole_sentence_signature",
+                f"Your function does not take the six arguments ({call.error}). The task asks for "
+                "attend_new_token(x_new, keys, values, w_q, w_k, w_v): one new token, given the keys "
+                "and values kept so far, not the whole sentence's inputs.",
+            )
         if call.error is not None:
-            return _raised(call, "self-attention")
-        value = call.value
-        if isinstance(value, tuple) and len(value) >= 1:
-            value = value[0]
-        got = _float_result(value)
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        d_in, d_out = w_q.shape
-        weights = sm(q @ k.T / math.sqrt(d_out))
-        expected = weights @ v
-        if got is not None and _close(got, expected, CODE_TOL, CODE_TOL):
-            continue
+            return _raised(call, what)
+        n, d_k = keys.shape
+        d_in, d_v = w_v.shape
+        expected, all_k, all_v, weights = _decode_reference(x_new, keys, values, w_q, w_k, w_v)
+        got = _as_decode(call.value, d_v, n + 1, d_k)
         if got is None:
+            value = call.value
+            single = _float_result(value)
+            if single is not None and single.size == d_v:
+                return _incorrect(
+                    "cache_not_returned",
+                    "You returned the context vector alone. Return the tuple (context, keys, values): "
+                    "the cache grown by the new token, so that the next token can attend to it.",
+                )
+            if isinstance(value, (tuple, list)) and len(value) == 3:
+                shapes = [getattr(_float_result(a), "shape", None) for a in value]
+                k_shape = shapes[1]
+                if k_shape == (n, d_k):
+                    return _incorrect(
+                        "cache_not_grown",
+                        f"On {case} the keys and values you return are the {n} you were given; the new "
+                        "token's key and value belong in them too, so that the next token can attend to it.",
+                    )
+                if k_shape == (n + 1, d_v) and shapes[2] == (n + 1, d_k) and d_k != d_v:
+                    return _incorrect("keys_values_swapped", "You returned the values where the keys "
+                                      "belong and the keys where the values belong.")
             return _incorrect(
                 "wrong_shape",
-                f"On {case} your function returned a {type(value).__name__}; it should return the "
-                f"context vectors, an array of shape {expected.shape} (n, d_out).",
+                f"On {case} (n = {n} tokens so far, d_k = {d_k}, d_v = {d_v}) your function should "
+                f"return a tuple (context, keys, values) of shapes ({d_v},), ({n + 1}, {d_k}) and "
+                f"({n + 1}, {d_v}).",
+            )
+        context, got_k, got_v = got
+        right_cache = _close(got_k, all_k, CODE_TOL, CODE_TOL) and _close(got_v, all_v, CODE_TOL, CODE_TOL)
+        if right_cache and _close(context, expected, CODE_TOL, CODE_TOL):
+            continue
+        if call.overflowed:
+            return _overflow(call, what, f" on {case}")
+        if _broke(call, context):
+            return _incorrect(
+                "not_finite",
+                f"Your context vector is NaN or infinity on {case}, although every score there is below "
+                f"{MAX_SCORE:g} in size, so np.exp cannot overflow. Look for a division by zero: a "
+                "square root of 0, a sum of 0, or a width taken from the wrong axis.",
+            )
+        dtype = next((t for t in map(_low_precision, call.value) if t is not None), None)
+        if dtype is not None:
+            ok, message = _precision_verdict(dtype, np.concatenate([context, got_k.ravel(), got_v.ravel()]),
+                                             np.concatenate([expected, all_k.ravel(), all_v.ravel()]),
+                                             "attend_new_token")
+            if ok:
+                note = message
+                continue
+            if message:
+                return _incorrect("precision", message)
+        k_new, v_new = x_new @ w_k, x_new @ w_v
+        if not right_cache:
+            first_k, first_v = np.vstack([k_new, keys]), np.vstack([v_new, values])
+            if _close(got_k, first_k, CODE_TOL, CODE_TOL) and _close(got_v, first_v, CODE_TOL, CODE_TOL):
+                return _incorrect("new_token_first", "Your new key and value went in front of the others; "
+                                  "they belong at the end, in the order of the sentence.")
+            if _close(got_k[-1], x_new @ w_q, CODE_TOL, CODE_TOL):
+                return _incorrect("key_from_w_q", "The new key is the new input times W_q; a key is made "
+                                  "with W_k (and a value with W_v).")
+            return _incorrect(
+                "wrong_cache",
+                f"On {case} the keys or values you return are not those of the sentence so far followed "
+                "by the new token's.",
             )
         mistakes = [
-            ("unscaled", lambda: sm(q @ k.T) @ v,
-             "You forgot to divide the scores by sqrt(d_k) (here d_k = d_out, the projected width)."),
-            ("divided_by_d_k", lambda: sm(q @ k.T / d_out) @ v,
-             "You divided the scores by d_k; divide by sqrt(d_k) (d_k = d_out, the projected width)."),
-            ("scaled_by_d_in", lambda: sm(q @ k.T / math.sqrt(d_in)) @ v,
-             "You scaled by the square root of the input width d_in; the keys have width d_out, "
-             "so divide by sqrt(d_out)."),
-            ("wrong_axis", lambda: sm(q @ k.T / math.sqrt(d_out), axis=0) @ v,
-             "Your softmax normalised over the queries (axis=0); normalise each row over the keys (axis=-1)."),
-            ("no_transpose", lambda: sm(q @ k / math.sqrt(d_out)) @ v,
-             "You multiplied queries @ keys without transposing the keys; the scores are queries @ keys.T."),
-            ("swapped_q_k", lambda: sm(k @ q.T / math.sqrt(d_out)) @ v,
-             "You computed keys @ queries.T; the scores are queries @ keys.T (one row per query)."),
-            ("softmax_whole_matrix", lambda: sm((q @ k.T / math.sqrt(d_out)).ravel()).reshape(
-                weights.shape) @ v,
-             "Your softmax normalised the whole score matrix at once; normalise each row (one query) "
-             "over the keys (axis=-1, keepdims=True)."),
+            ("forgot_own_key", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, own=False)[0],
+             "Your new token attends to the earlier tokens only. In self-attention it attends to every "
+             "token of the sentence, itself included."),
+            ("unscaled", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=1.0)[0],
+             "You forgot to divide the scores by sqrt(d_k) (d_k, the width of the keys)."),
+            ("divided_by_d_k", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=1 / d_k)[0],
+             "You divided the scores by d_k; divide by sqrt(d_k)."),
+            ("scaled_by_d_in", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v,
+                                                          scale=1 / math.sqrt(d_in))[0],
+             "You scaled by the square root of the input width d_in; the keys have width d_k, so "
+             "divide by sqrt(d_k)."),
+            ("unprojected_value", lambda: weights @ np.vstack([values, x_new]),
+             "The new token's value is its input x_new; a value is the input times W_v."),
             ("returned_weights", lambda: weights,
-             "You returned the attention weights; the forward pass returns weights @ values."),
-            ("unprojected_values", lambda: weights @ x,
-             "You mixed the raw inputs x; mix the values x @ W_v."),
+             "You returned the attention weights as the context; the context is weights @ values."),
         ]
         for name, thunk, message in mistakes:
             wrong = _compute(thunk)
-            if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
-                got, wrong, CODE_TOL, CODE_TOL
-            ):
+            if wrong is not None and np.shape(wrong) == context.shape and not _close(
+                wrong, expected, CODE_TOL, CODE_TOL
+            ) and _close(context, wrong, CODE_TOL, CODE_TOL):
                 return _incorrect(name, message)
-        if got.shape != expected.shape:
-            return _incorrect(
-                "wrong_shape",
-                f"On {case} your function returned shape {got.shape}; the context vectors have "
-                f"shape {expected.shape} (n, d_out).",
-            )
         return _incorrect(
             "wrong_values",
-            f"Your context vectors on {case} are not right: softmax((x W_q)(x W_k)^T / sqrt(d_out)), "
-            "row by row, times x W_v.",
+            f"Your context vector on {case} is not right, and not one of the mistakes this check "
+            "knows. Print the shape of each step and compare it with the task.",
         )
     return _correct(
-        "Right: your forward pass projects, scores, scales by sqrt(d_out), normalises each row and "
-        "mixes the values."
+        "Right: the new token's query against every key, its own included, scaled by sqrt(d_k), and "
+        "a cache grown by its key and value." + note
     )
+
+
+VAR_Q = 3.0
+"""The variance of each query entry in exercise 4 (the keys' entries have variance ``VAR_K``)."""
+
+VAR_K = 2.0
 
 
 @_never_raise
 def check_journey_variance_d100(before, after=None):
-    """Check the variance of q·k at dimension 100, before and after dividing by sqrt(100).
+    """Check the expected variance of q·k at dimension 100 for query entries of variance 3, keys 2.
 
-    For entries of mean 0 and variance 1 the variance is d = 100 before
-    scaling and 1 after (``load_example("journey_variance_d100").given``:
-    ``expected_variance_before``, ``expected_variance_after``).
-
-    Decision: the exercise asks for the **expected value**, worked out from
-    "variances of independent terms add", not for a simulation. Answers within
-    0.5 % pass; an answer within 15 % that is not the expected value (a
-    simulated estimate, such as the document's printed 107.4 and 1.074) is
-    named ``simulation_estimate``.
+    The entries of q have variance ``VAR_Q`` = 3, those of k variance ``VAR_K`` = 2,
+    all independent with mean 0 (notebook 08 measures unit variances only). The
+    rule, the same as E3's: the task asks for the **expected value**, which follows
+    from the formula, so only rounding errors of the arithmetic are allowed
+    (``EXPECTED_RTOL`` = 1e-6). An answer within 30 % of it that is not a recognised
+    mistake (a simulated or rounded estimate) is refused as ``simulation_estimate``.
 
     Parameters
     ----------
@@ -369,60 +509,62 @@ def check_journey_variance_d100(before, after=None):
     Returns
     -------
     CheckResult
-        Mistakes recognised: ``gave_std`` (10: the std before scaling),
-        ``already_scaled`` (1 before scaling), ``squared`` (d^2),
-        ``variance_divided_by_sqrt`` (10 after: the variance divided by
-        sqrt(d) instead of d), ``divided_by_d_k`` (0.01: scores divided by d),
-        ``not_scaled`` (100 after), ``simulation_estimate``; ``not_a_number``, ``not_finite``,
-        ``wrong_value``.
-
-    Examples
-    --------
-    >>> print(check_journey_variance_d100(100, 1))
-    ✅ correct: Right: the variance of q·k is d = 100 before scaling and 100 / (sqrt(100))^2 = 1 after.
-    >>> check_journey_variance_d100(100, 10).mistake
-    'variance_divided_by_sqrt'
-    >>> check_journey_variance_d100(107.4, 1.074).mistake
-    'simulation_estimate'
+        Mistakes recognised: ``unit_variance`` (the values for entries of
+        variance 1), ``std_of_queries`` (the standard deviations used in place of
+        the variances), ``added_variances`` (d (3 + 2)), ``gave_std``,
+        ``already_scaled``, ``squared``, ``variance_divided_by_sqrt``,
+        ``divided_by_d_k``, ``not_scaled``, ``simulation_estimate``;
+        ``not_a_number``, ``not_finite``, ``wrong_value``.
     """
-    ex = examples.load_example("journey_variance_d100")
-    d = int(ex.d_k)
-    var = float(ex.given["expected_variance_before"])
-    var_after = float(ex.given["expected_variance_after"])
+    d = int(examples.load_example("journey_variance_d100").d_k)
+    var = d * VAR_Q * VAR_K
+    var_after = var / math.sqrt(d) ** 2
     rtol = EXPECTED_RTOL
 
     def expected_value(verdict, what, target):
-        """``verdict``, but a near miss (within 15 %) is named as a simulated estimate."""
+        """``verdict``, but an unrecognised answer near ``target`` is named as a simulated estimate."""
 
         def judge(answer):
             result = verdict(answer)
             value = _as_number(answer)
-            if result is not None and result.mistake == "wrong_value" and _near(value, target, 0.15):
+            if result is not None and result.mistake == "wrong_value" and _near(value, target, ESTIMATE_RTOL):
                 return _incorrect(
                     "simulation_estimate",
-                    f"Your {what} is {value:g}, close to the expected value but not equal to it: that "
-                    "looks like one simulated estimate (the document's printout is one too). This "
-                    "exercise asks for the expected value, which follows exactly from the rule that "
-                    "the variances of independent terms add.",
+                    f"Your {what} is {value:g}: close to the expected value, but not it. The task "
+                    "asks for the expectation, which follows exactly from the rules for variances, "
+                    "not a sample: a simulation lands near the expectation and never on it, and a "
+                    "rounded estimate is a sample too.",
                 )
             return result
 
         return judge
 
+    given = f"here the query entries have variance {VAR_Q:g} and the key entries {VAR_K:g}"
+    unit = ("unit_variance", float(d), f"That is the variance for entries of variance 1, as in notebook 08; {given}.")
+    unit_after = ("unit_variance", 1.0, f"That is the variance after scaling for entries of variance 1; {given}.")
+    std = f"You used the standard deviations (sqrt({VAR_Q:g}) and sqrt({VAR_K:g})) where the variances belong."
     parts = [
         ("the variance before scaling", before, expected_value(functools.partial(
             _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
-            hint=f"q·k adds d = {d} products of unit variance; the variances of independent terms add.",
+            hint=f"q·k adds d = {d} products q_i k_i; what is the variance of one of them?",
             mistakes=[
-                ("gave_std", math.sqrt(var),
-                 f"{math.sqrt(var):g} is the standard deviation; the variance is its square."),
+                unit,
+                ("std_of_queries", d * math.sqrt(VAR_Q * VAR_K), std),
+                ("added_variances", d * (VAR_Q + VAR_K), "You added the variances of q_i and k_i; "
+                 "they add for a sum of independent terms, and q_i k_i is a product."),
+                ("gave_std", math.sqrt(var), "That is the standard deviation; the variance is its square."),
                 ("already_scaled", var_after, "That is the variance after scaling; before, it grows with d."),
-                ("squared", var * var, "The variance grows like d, not d^2."),
+                ("squared", var * var, "That is the square of the variance; the variance grows like d, "
+                 "not d^2."),
             ]), "variance before scaling", var)),
         ("the variance after scaling", after, expected_value(functools.partial(
             _number_verdict, what="variance after scaling", expected=var_after, rtol=rtol,
             hint="Dividing every score by sqrt(d) divides the variance by d.",
             mistakes=[
+                unit_after,
+                ("std_of_queries", math.sqrt(VAR_Q * VAR_K), std),
+                ("added_variances", VAR_Q + VAR_K, "You added the variances of q_i and k_i; "
+                 "they add for a sum of independent terms, and q_i k_i is a product."),
                 ("variance_divided_by_sqrt", var / math.sqrt(d), "You divided the variance by sqrt(d); "
                  "dividing the scores by sqrt(d) divides their variance by d."),
                 ("divided_by_d_k", var / d**2, "That is what dividing the scores by d would give; "
@@ -432,9 +574,7 @@ def check_journey_variance_d100(before, after=None):
     ]
     return _parts(
         parts,
-        done=f"Right: the variance of q·k is d = {var:g} before scaling and {var:g} / (sqrt({d}))^2 = "
-        f"{var_after:g} after.",
+        done="Right: both are the expected values. Scaling by sqrt(d) removes the growth with d, not "
+        f"the variance of the entries: the scaled scores still have variance {VAR_Q * VAR_K:g}.",
         empty=f"No answer yet: the variance of q·k at d = {d} before and after dividing by sqrt({d}).",
     )
-
-
