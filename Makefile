@@ -94,7 +94,7 @@ test-floors:
 notebooks: $(VENV)/.installed-publish
 	$(BIN)/python tools/navigation.py
 	$(THREADS) $(BIN)/python tools/run_notebooks.py
-	$(THREADS) $(BIN)/python tools/run_notebooks.py exercises/solutions/*.ipynb
+	$(THREADS) $(BIN)/python tools/run_notebooks.py instructor/solutions/*.ipynb
 	$(BIN)/python tools/make_student_notebooks.py
 
 # Every link to the repository (README badges, notebooks' Colab links and set-up cells,

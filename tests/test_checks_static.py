@@ -347,7 +347,7 @@ def _student(name):
 @pytest.mark.parametrize("name", ["E4-journey", "E5-definition", "E6-backward", "E7-online-softmax"])
 def test_student_notebooks_do_not_point_to_the_solutions(name):
     for cell in _student(name).cells:
-        assert "exercises/solutions" not in cell.source and "worked answers" not in cell.source, cell.id
+        assert "instructor/solutions" not in cell.source and "worked answers" not in cell.source, cell.id
 
 
 def test_e6_student_copy_does_not_import_the_answer():

@@ -30,8 +30,8 @@ import navigation  # noqa: E402
 NOTEBOOKS = navigation.numbered_notebooks()
 EXERCISES = [
     (folder, path)
-    for folder in ("solutions", "student")
-    for path in sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
+    for folder, base in (("solutions", ROOT / "instructor"), ("student", ROOT / "exercises"))
+    for path in sorted((base / folder).glob("*.ipynb"))
 ]
 # A repository name for the tests that need one, whatever pyproject.toml says.
 NAMED = "someone/attention-elsewhere"
@@ -92,22 +92,22 @@ def test_the_exercise_colab_link_is_refreshed_not_repeated(monkeypatch):
         new_markdown_cell("[Contents](../../notebooks/00-index.ipynb)", metadata={"tags": ["navigation"]}),
         new_code_cell("x = 1"),
     ])
-    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "instructor/solutions")
     first = nbformat.writes(nb)
-    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "instructor/solutions")
     assert nbformat.writes(nb) == first
     assert nb.cells[1].source == (
         "[Contents](../../notebooks/00-index.ipynb) | [Open in Colab]("
-        f"{navigation.colab_url('E9-x.ipynb', 'exercises/solutions')})"
+        f"{navigation.colab_url('E9-x.ipynb', 'instructor/solutions')})"
     )
     assert [c.source for c in nb.cells if c.cell_type == "code"] == [navigation.install_source(), "x = 1"]
     student = msn.student_version(nb, "E9-x.ipynb")
     assert student.cells[1].source.endswith(f"({navigation.colab_url('E9-x.ipynb', 'exercises/student')})")
-    assert "exercises/solutions" not in student.cells[1].source
+    assert "instructor/solutions" not in student.cells[1].source
     assert navigation.set_colab_link(student.cells[1].source, None) == "[Contents](../../notebooks/00-index.ipynb)"
     # Source set back to the placeholder: the link goes, the hand-written ones stay
     monkeypatch.setattr(navigation, "REPOSITORY", None)
-    navigation.set_exercise_cells(nb, "E9-x.ipynb", "exercises/solutions")
+    navigation.set_exercise_cells(nb, "E9-x.ipynb", "instructor/solutions")
     assert nb.cells[1].source == "[Contents](../../notebooks/00-index.ipynb)"
     assert "colab" not in msn.student_version(nb, "E9-x.ipynb").cells[1].source
 

@@ -1,6 +1,6 @@
 """The exercise notebooks: solutions checked "correct", student versions blank and "not yet".
 
-exercises/solutions/*.ipynb hold worked answers in code cells tagged
+instructor/solutions/*.ipynb hold worked answers in code cells tagged
 ``solution``, each followed by an untagged check cell; they are executed and
 saved with outputs by tools/run_notebooks.py, and their stored outputs are
 read here (they are not under a pytest testpath, so nbval does not run them).
@@ -62,7 +62,7 @@ def _output_text(cell) -> str:
 
 
 def test_there_are_exercise_notebooks():
-    assert NAMES, "no notebooks in exercises/solutions"
+    assert NAMES, "no notebooks in instructor/solutions"
 
 
 def test_student_notebooks_up_to_date():
@@ -131,7 +131,7 @@ def test_solution_notebook_stored_outputs_say_correct(name):
     counts = [c.execution_count for c in code]
     assert counts == list(range(1, len(code) + 1)), (
         f"not executed top to bottom and saved (execution counts {counts}); "
-        "run: python tools/run_notebooks.py exercises/solutions/" + name
+        "run: python tools/run_notebooks.py instructor/solutions/" + name
     )
     for cell in code:
         for out in cell.outputs:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import publish  # noqa: E402
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "instructor" / "solutions").glob("*.ipynb"))
 TOKENS = ["I", "am", "happy"]
 WEIGHTS = np.array([[0.50, 0.30, 0.20], [0.20, 0.50, 0.30], [0.26, 0.26, 0.48]])
 

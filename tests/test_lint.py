@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED = ("helpers", "tools", "tests", "benchmarks", "instructor")
-NOTEBOOKS = ("notebooks", "exercises")
+NOTEBOOKS = ("notebooks", "exercises", "instructor")
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ruff") is None,
@@ -59,6 +59,6 @@ def _stdin_findings(filename, source):
 def test_notebook_code_is_held_to_100_columns_and_package_code_to_120():
     line = "x = 1  # " + "a" * (110 - len("x = 1  # ")) + "\n"  # 110 columns
     assert "E501" in _stdin_findings("notebooks/probe.py", line)
-    assert "E501" in _stdin_findings("exercises/solutions/probe.py", line)
+    assert "E501" in _stdin_findings("instructor/solutions/probe.py", line)
     assert "E501" not in _stdin_findings("helpers/probe.py", line)
     assert "I001" in _stdin_findings("helpers/probe.py", "import sys\nimport os\n\nprint(os, sys)\n")

@@ -330,7 +330,7 @@ def _page_of(site: Path, source: Path) -> Path:
 def test_the_site_has_a_page_for_every_notebook(site):
     sources = publish.site_notebooks()
     numbered = list((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    solutions = list((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+    solutions = list((ROOT / "instructor" / "solutions").glob("*.ipynb"))
     assert len(numbered) >= 12 and len(solutions) >= 2
     assert len(sources) == len(numbered) + 2 * len(solutions)  # each exercise: student and solution
     for source in sources:

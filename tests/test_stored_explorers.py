@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "instructor" / "solutions").glob("*.ipynb"))
 PNG = b"\x89PNG\r\n\x1a\n"
 DESCRIBED = re.compile(r'<img class="described-figure" alt="[^"]+" src="data:image/png;base64,([^"]+)">')
 

@@ -1,7 +1,7 @@
 """Check that the numbers written in the notebooks' prose are the numbers their cells compute.
 
     python tools/check_prose_numbers.py [NOTEBOOK ...]     (default: notebooks/*.ipynb and
-                                                             exercises/solutions/*.ipynb)
+                                                             instructor/solutions/*.ipynb)
     python tools/check_prose_numbers.py --all              also list every number that passed
 
 Every number written in a markdown cell must do one of three things:
@@ -313,7 +313,7 @@ def check_notebook(path):
 
 
 def default_notebooks():
-    return sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
+    return sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "instructor" / "solutions").glob("*.ipynb"))
 
 
 def main(argv=None):

@@ -55,7 +55,7 @@ import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR = ROOT / "instructor"
 """Instructor-only material: points, hidden tests, exam model answers (not in the wheel or the student repository)."""
-SOLUTIONS = ROOT / "exercises" / "solutions"
+SOLUTIONS = ROOT / "instructor" / "solutions"
 """The worked solution notebooks the course is exported from: the one place that names their folder."""
 POINTS_FILE = INSTRUCTOR / "points.toml"
 HIDDEN_TESTS = INSTRUCTOR / "hidden_tests"

@@ -3,7 +3,7 @@
     python tools/make_student_notebooks.py           write exercises/student/*.ipynb
     python tools/make_student_notebooks.py --check   exit 1 (and list the files) if any is stale
 
-For every ``exercises/solutions/<name>.ipynb`` this writes
+For every ``instructor/solutions/<name>.ipynb`` this writes
 ``exercises/student/<name>.ipynb``: each code cell tagged ``solution`` becomes
 an empty answer cell (tagged ``answer``, holding only ``# your answer here``),
 every output and execution count is cleared, the Python version is left out of
@@ -33,7 +33,7 @@ import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
 import slim_notebooks  # noqa: E402  (tools/slim_notebooks.py: no Python version stored)
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "exercises" / "solutions"
+SOLUTIONS = ROOT / "instructor" / "solutions"
 STUDENT = ROOT / "exercises" / "student"
 SOLUTION_TAG = "solution"
 ANSWER_TAG = "answer"

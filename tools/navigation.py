@@ -10,7 +10,7 @@ previous | contents | next, each link named by the target's title (its first
 (``00-index.ipynb``) also has a cell tagged ``contents``: the list of all
 notebooks in order.
 
-The exercise notebooks ``exercises/solutions/*.ipynb`` keep their hand-written
+The exercise notebooks ``instructor/solutions/*.ipynb`` keep their hand-written
 navigation cells; this script only adds (or refreshes) the Colab link at the
 end of their top navigation cell, pointing at the notebook's own path, and their
 ``colab-install`` cell. tools/make_student_notebooks.py copies both into the
@@ -60,7 +60,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-EXERCISES = ROOT / "exercises" / "solutions"
+EXERCISES = ROOT / "instructor" / "solutions"
 INDEX = "00-index.ipynb"
 NAV_TAG = "navigation"
 CONTENTS_TAG = "contents"
@@ -453,7 +453,8 @@ def updated_exercises(folder: Path = EXERCISES) -> dict[Path, tuple[str, str]]:
         old = path.read_text(encoding="utf-8")
         nb = nbformat.reads(old, as_version=4)
         inside = path.parent.is_relative_to(ROOT)
-        set_exercise_cells(nb, path.name, path.parent.relative_to(ROOT).as_posix() if inside else "exercises/solutions")
+        where = path.parent.relative_to(ROOT).as_posix() if inside else "instructor/solutions"
+        set_exercise_cells(nb, path.name, where)
         new = nbformat.writes(nb)
         result[path] = (old, new if new.endswith("\n") else new + "\n")
     return result

@@ -81,8 +81,8 @@ MARKDOWN_LINK = re.compile(r'(href=")(?![a-z][a-z0-9+.-]*:|#|/)([^"#]*?)\.md((?:
 def site_notebooks() -> list[Path]:
     """Every notebook of the collection: the numbered ones, then the exercises."""
     pages = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    for folder in ("student", "solutions"):
-        pages += sorted((ROOT / "exercises" / folder).glob("*.ipynb"))
+    for folder in (ROOT / "exercises" / "student", ROOT / "instructor" / "solutions"):
+        pages += sorted(folder.glob("*.ipynb"))
     return pages
 
 

@@ -37,14 +37,14 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("notebooks", "exercises/solutions", "exercises/student")
+FOLDERS = ("notebooks", "instructor/solutions", "exercises/student")
 # The <img> helpers.figures.img_html writes (its base64 with "/" written as "&#47;").
 DESCRIBED_FIGURE = re.compile(
     r'\s*<img class="described-figure" alt="(?P<alt>[^"]*)" src="data:image/png;base64,(?P<png>[^"]*)">\s*\Z')
 
 
 def collection_notebooks() -> list[Path]:
-    """Every notebook of the collection: notebooks/, exercises/solutions/ and exercises/student/."""
+    """Every notebook of the collection: notebooks/, instructor/solutions/ and exercises/student/."""
     return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
