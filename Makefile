@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader classroom-test present present-venv release
+.PHONY: help setup web lab test student-repo test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader classroom-test present present-venv release
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
@@ -37,6 +37,7 @@ help:
 	@echo "make induction-model  retrain the stored induction-head model (helpers/data/induction_model.npz)"
 	@echo "make grade-venv nbgrader in its own .venv-grade (the grading tests use it)"
 	@echo "make nbgrader   export the exercises as an nbgrader course source into build/nbgrader/"
+	@echo "make student-repo  the public student repository (no instructor material) into build/student-repo/"
 	@echo "make classroom-test  a JupyterHub class on loopback: release, five students fetch and submit, grade, feedback"
 	@echo "make present    JupyterLab with RISE on the index; PRESENT=notebooks/07-explorer.ipynb opens that deck live"
 	@echo "make release    bump the version (PART=minor, or patch, major), date CHANGELOG.md, build dist/, commit, tag"
@@ -134,6 +135,11 @@ $(GRADE_STAMP): pyproject.toml
 	$(GRADE_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(GRADE_VENV)/bin/python -m pip install --quiet -e ".[grade]"
 	touch $(GRADE_STAMP)
+
+# The public repository students get: this one without instructor/, the grading tools and the
+# tests that read them (tools/make_student_repo.py; docs/teaching.md, "Which files go where").
+student-repo:
+	$(PYTHON) tools/make_student_repo.py
 
 nbgrader: $(VENV)/.installed-publish
 	$(BIN)/python tools/make_nbgrader_course.py
