@@ -288,6 +288,24 @@ def test_head_view_highlight_and_given_axes():
     assert written == ["0.90"]
 
 
+def test_head_view_weight_labels_overlap_no_token_label():
+    """16 keys in a quarter of a slide-wide figure (12's head view): each weight sits beside its key."""
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(16), size=(16,))
+    tokens = [f"{c}{i}" for i, c in enumerate("GLNBLMPKHCMPKHCM")]
+    fig, axes = plt.subplots(1, 4, figsize=(10, 4.6), layout="constrained")
+    diagrams.head_view(weights, tokens, ax=axes[2], highlight=14)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = {t.get_gid(): t.get_window_extent(renderer) for t in axes[2].texts if t.get_gid()}
+    keys = [texts[f"key:{j}"] for j in range(16)]
+    for j in range(16):
+        label = texts[f"weight:{j}"]
+        assert not [k for k, box in enumerate(keys) if box.overlaps(label)], j
+        assert abs(label.y0 + label.height / 2 - (keys[j].y0 + keys[j].height / 2)) < 2  # on its key's line
+    plt.close(fig)
+
+
 @pytest.mark.parametrize(
     ("weights", "tokens", "kwargs", "message"),
     [

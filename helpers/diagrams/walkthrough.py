@@ -336,9 +336,13 @@ def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
         ax.text(1.04, yk[j], token, ha="left", va="center", fontsize=10, parse_math=False, bbox=box,
                 color="#222222", gid=f"key:{j}")
         if highlight is not None:
-            ax.text(1.04, yk[j] - 0.32, f"{weights[highlight, j]:.2f}", ha="left", va="center", fontsize=8,
-                    color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
-    ax.set_xlim(-0.6, 1.6)
+            # the highlighted query's weight on this key, beside the key's name (under it, 16 keys
+            # and more printed their weights over the next key's name)
+            widest = max(len(str(t)) for t in key_tokens)
+            ax.annotate(f"{weights[highlight, j]:.2f}", xy=(1.04, yk[j]), xytext=(6.2 * widest + 8, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize=9,
+                        color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
+    ax.set_xlim(-0.6, 1.6 if highlight is None else 2.0)
     ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 1.1)
     ax.set_axis_off()
     ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#666666")
