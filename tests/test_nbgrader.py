@@ -537,6 +537,30 @@ def test_hidden_tests_refuse_wrong_answers(task):
         assert not _passes(hidden, wrong), (task.hidden, i)
 
 
+def _corpus():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_checks_corpus_e4_e7 as corpus
+
+    return corpus
+
+
+def test_the_corpus_right_answers_pass_the_hidden_tests_and_its_wrong_ones_fail():
+    """tests/test_checks_corpus_e4_e7.py's answers, graded as the grading cell does: every right answer
+    (loops, einsum, float32, a callable object, (output, weights) as notebook 05 returns, ...) passes
+    the hidden tests, and every wrong one fails them, but for those that reach the library, which the
+    visible check in the same cell refuses before running them."""
+    corpus = _corpus()
+    hidden = {t.check: _hidden(t) for t in HIDDEN}
+    right = [(check.__name__, answer) for check, answer in corpus.RIGHT
+             if getattr(check, "__name__", "") in hidden and callable(answer)]
+    wrong = [(check.__name__, answer, mistake) for check, answer, mistake in corpus.WRONG
+             if getattr(check, "__name__", "") in hidden and callable(answer)
+             and mistake not in ("reaches_library", "used_library")]
+    assert len(right) >= 30 and len(wrong) >= 100, (len(right), len(wrong))
+    assert [name for name, answer in right if not _passes(hidden[name], answer)] == []
+    assert [(name, mistake) for name, answer, mistake in wrong if _passes(hidden[name], answer)] == []
+
+
 def _lookup_table(answer):
     """A function that records ``answer``'s outputs on the inputs it sees, then only replays them."""
     table = []

@@ -95,6 +95,8 @@ def hidden_padded_attention(padded_attention):
         lengths = np.array(lengths)
         label = f"B={b}, n={n}, d_k={d_k}, d_v={d_v}, lengths {list(lengths)}"
         got = padded_attention(q.copy(), k.copy(), v.copy(), lengths.copy())
+        if isinstance(got, tuple) and len(got) == 2:
+            got = got[0]                                      # (output, weights), as notebook 05 returns
         want = reference(q, k, v, lengths)
         assert np.shape(got) == want.shape, f"{label}: shape {np.shape(got)}"
         assert np.all(np.isfinite(np.asarray(got, dtype=float))), f"{label}: non-finite output (overflow, or 0/0)"
