@@ -17,9 +17,10 @@ What it starts, all on 127.0.0.1 and all stopped at the end:
 Then, every step through HTTP as a browser would (the hub's login form and REST API, the
 formgrader's API, the single-user servers' ``/assignments`` endpoints and Contents API),
 never by calling nbgrader in-process: the instructor generates and releases E6-backward;
-five students log in and fetch it; Alice answers right, Carol ignores the mask (4 of 7
-points), Dave forgets the 1/sqrt(d_k) of the backward pass (3 of 7), Erin submits the blank
-notebook (0), Frank answers right after the due date (7, flagged late). The instructor
+five students log in and fetch it; Alice answers right, Carol's padded_backward ignores the
+lengths (exercise 1's points only), Dave's dX leaves out the route through the values
+(exercise 2's points only), Erin submits the blank notebook (0), Frank answers right after
+the due date (all the points, flagged late); every score is read from instructor/points.toml. The instructor
 collects, autogrades, generates and releases feedback, each student fetches theirs, and the
 instructor exports the gradebook (``nbgrader export``, as in the formgrader's terminal: it
 has no HTTP endpoint). The test asserts every score, the feedback each student receives,
@@ -219,20 +220,36 @@ class Browser:
 
 
 def _answers():
+    """Each student's answer cells: right, two different mistakes, blank (None), right but late."""
     nb = nbformat.read(course.SOLUTIONS / f"{ASSIGNMENT}.ipynb", as_version=4)
     right = [c.source for c in nb.cells if "solution" in c.metadata.get("tags", [])]
-    ignores_mask = "def masked_backward(q, k, v, d_out, mask):\n    return attention_backward(q, k, v, d_out)\n"
-    # the chain rule's factor 1/sqrt(d_k) left out of dQ and dK (the forward pass keeps it)
-    no_scale = right[0].replace("d_q = scale * d_s @ k", "d_q = d_s @ k").replace("d_k = scale * d_s.T @ q",
-                                                                                   "d_k = d_s.T @ q")
-    assert no_scale.count("scale *") == right[0].count("scale *") - 2
+    # exercise 2 written for a batch without padding: the lengths are never read
+    ignores_lengths = (
+        "def padded_backward(q, k, v, d_out, lengths):\n"
+        "    scale = 1 / math.sqrt(q.shape[-1])\n"
+        "    s = q @ np.swapaxes(k, -1, -2) * scale\n"
+        "    p = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+        "    p = p / p.sum(axis=-1, keepdims=True)\n"
+        "    d_p = d_out @ np.swapaxes(v, -1, -2)\n"
+        "    d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))\n"
+        "    return scale * d_s @ k, scale * np.swapaxes(d_s, -1, -2) @ q, np.swapaxes(p, -1, -2) @ d_out\n"
+    )
+    # exercise 1 with dX through the queries and keys only: the route through V = X W_v left out
+    two_routes = right[0].replace("d_x = d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T ", "d_x = d_q @ w_q.T + d_k @ w_k.T ")
+    assert two_routes != right[0]
     return {
         "alice": right,
-        "carol": [right[0], ignores_mask],
-        "dave": [no_scale, right[1]],
+        "carol": [right[0], ignores_lengths],
+        "dave": [two_routes, right[1]],
         "erin": None,  # submits the notebook as fetched
         "frank": right,
     }
+
+
+def _expected_scores():
+    """Each student's score, from instructor/points.toml: exercise 1's points, exercise 2's, both, none."""
+    first, second = (t.points for t in course.tasks_of(ASSIGNMENT))
+    return {"alice": first + second, "carol": first, "dave": second, "erin": 0, "frank": first + second}
 
 
 def _our_processes(base: Path):
@@ -336,7 +353,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
         assert released.status_code == 200 and released.json()["success"], released.text[-2000:]
     release_text = (hub["course"] / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8")
     assert "BEGIN HIDDEN TESTS" not in release_text and "hidden_" not in release_text
-    assert "def attention_backward(q, k, v, d_out):\n    q, k" not in release_text
+    for name in ("self_attention_backward", "qkv_backward", "padded_backward"):  # the worked answers' functions
+        assert f"def {name}(" not in release_text, name
 
     # --- five students log in through the hub and fetch it ------------------------------------------
     with Step("five students log in and start their servers"):
@@ -354,7 +372,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
                                      data={"course_id": COURSE, "assignment_id": ASSIGNMENT})
             assert fetched.status_code == 200, (name, fetched.text[:500])
             fetched_text = (hub["homes"] / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8")
-            assert "BEGIN HIDDEN TESTS" not in fetched_text and "(4 points)" in fetched_text
+            assert "BEGIN HIDDEN TESTS" not in fetched_text
+            assert all(course.points_label(t) in fetched_text for t in course.tasks_of(ASSIGNMENT))
 
     # --- students see no grading menus; the instructor does -----------------------------------------
     for name, browser in students.items():
@@ -410,9 +429,10 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
             assert done.status_code == 200 and done.json()["success"], (action, done.text[-2000:])
 
     submissions = {s["student"]: s for s in teacher.service("GET", f"formgrader/api/submissions/{ASSIGNMENT}").json()}
-    want = {"alice": 7.0, "carol": 4.0, "dave": 3.0, "erin": 0.0, "frank": 7.0}
+    want = {name: float(score) for name, score in _expected_scores().items()}
+    total = float(course.totals()[ASSIGNMENT])
     assert {n: (s["score"], s["max_score"]) for n, s in submissions.items()} == {
-        n: (score, 7.0) for n, score in want.items()}, submissions
+        n: (score, total) for n, score in want.items()}, submissions
     # the late flag: the submission's timestamp (written by the student's submit) after the due date
     assignment = teacher.service("GET", f"formgrader/api/assignment/{ASSIGNMENT}").json()
     duedate = datetime.fromisoformat(assignment["duedate"])
@@ -431,10 +451,10 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
                                   params={"type": "file", "format": "text"}).json()["content"]
             feedback[name] = html
     for name, score in want.items():
-        assert f"Score: {score} / 7.0" in feedback[name] or f"{score} / 7.0" in feedback[name], name
+        assert f"Score: {score} / {total}" in feedback[name] or f"{score} / {total}" in feedback[name], name
     assert "do not depend on the mask" in feedback["carol"]  # the check's own message, as the student sees it
-    assert "sqrt(d_k)" in feedback["dave"]
-    assert "hidden_attention_backward" in feedback["alice"]  # the hidden tests, shown after grading
+    assert "path through the values" in feedback["dave"]
+    assert "hidden_self_attention_backward" in feedback["alice"]  # the hidden tests, shown after grading
     assert "NotImplementedError" in feedback["erin"]
 
     # --- what a student's single-user server cost (printed with the timings) ------------------------

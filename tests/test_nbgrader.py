@@ -10,7 +10,7 @@ nbgrader lives in its own virtual environment, .venv-grade (``make grade-venv``;
 ``grade`` extra of pyproject.toml), so that its pins never touch the main .venv. The tests
 marked ``grade`` build it when missing, export the course with tools/make_nbgrader_course.py
 into a temporary course root, run ``nbgrader generate_assignment`` and ``nbgrader
-autograde`` on E6-backward (7 points: 4 for the backward pass, 3 for the masked one), and
+autograde`` on E6-backward (7 points: 4 for the backward pass down to the input, 3 for the padded one), and
 read the scores from the gradebook. The whole class loop on a JupyterHub is
 tests/test_classroom.py (``make classroom-test``).
 """
@@ -80,6 +80,19 @@ def _submission(release_nb, answers):
     return nb
 
 
+IGNORES_LENGTHS = """def padded_backward(q, k, v, d_out, lengths):
+    # the chain rule over the whole batch, as if every token were real
+    scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    d_p = d_out @ np.swapaxes(v, -1, -2)
+    d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
+    return scale * d_s @ k, scale * np.swapaxes(d_s, -1, -2) @ q, np.swapaxes(p, -1, -2) @ d_out
+"""
+"""A plausible wrong padded_backward: right for a batch without padding (the mask message names it)."""
+
+
 def _solutions():
     nb = nbformat.read(course.SOLUTIONS / f"{ASSIGNMENT}.ipynb", as_version=4)
     return [c.source for c in nb.cells if "solution" in c.metadata.get("tags", [])]
@@ -95,12 +108,13 @@ def test_autograde_right_and_wrong_submissions(tmp_path, grade_venv):
     assert "BEGIN HIDDEN TESTS" not in released and "hidden_" not in released and "seed=" not in released
     assert "(4 points)" in released and "(3 points)" in released  # the points, read from instructor/points.toml
     assert "raise NotImplementedError()" in released
-    assert "def attention_backward" not in released
+    for name in ("self_attention_backward", "qkv_backward", "padded_backward"):  # the worked answers' functions
+        assert f"def {name}(" not in released, name
 
     right = _solutions()
-    # Bob's backward pass is right; his masked version ignores the mask (and so yields NaN-free
-    # but wrong gradients): 4 of 7 points.
-    wrong = [right[0], "def masked_backward(q, k, v, d_out, mask):\n    return attention_backward(q, k, v, d_out)\n"]
+    # Bob's backward pass of exercise 1 is right; his padded_backward ignores the lengths (no mask at
+    # all): finite gradients, but padding tokens attend and receive gradient.
+    wrong = [right[0], IGNORES_LENGTHS]
     for student, answers in (("alice", right), ("bob", wrong)):
         target = root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         target.parent.mkdir(parents=True)
@@ -119,7 +133,8 @@ def test_autograde_right_and_wrong_submissions(tmp_path, grade_venv):
     )
     assert read.returncode == 0, read.stderr
     scores = json.loads(read.stdout.strip().splitlines()[-1])
-    assert scores == {"alice": [7.0, 7.0], "bob": [4.0, 7.0]}, scores
+    total, first = course.totals()[ASSIGNMENT], course.tasks_of(ASSIGNMENT)[0].points
+    assert scores == {"alice": [total, total], "bob": [first, total]}, scores
     graded = nbformat.read(root / "autograded" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     text = json.dumps([c.get("outputs", []) for c in graded.cells])
     assert "mask_ignored" not in text and "do not depend on the mask" in text  # the friendly message
@@ -270,18 +285,109 @@ def test_hidden_tests_are_self_contained_and_independent_of_helpers(task):
     assert free <= set(dir(builtins)), free
 
 
+def test_the_grading_cells_pass_the_static_check_of_the_calling_cell(tmp_path):
+    """The checks' static refusal reads the cell that calls them; each grading cell, hidden tests
+    included, imports neither helpers.attention nor threads and calls no exec/eval/compile."""
+    from helpers.checks import _core
+
+    for path in course.export(tmp_path):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                assert _core._source_reasons(cell.source) == [], (path.name, cell.source[:200])
+
+
+def _spy(answer):
+    """``answer``, and the list of ``(args, kwargs)`` it is called with (copies)."""
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(([np.array(a, copy=True) for a in args],
+                      {key: None if value is None else np.array(value, copy=True) for key, value in kwargs.items()}))
+        return answer(*args, **kwargs)
+
+    return spy, calls
+
+
+def _scores(q, k):
+    """The scaled scores q k^T / sqrt(d_k) over the last two axes."""
+    return q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+
+
+def _padded(lengths, n):
+    real = np.arange(n) < np.asarray(lengths)[:, None]
+    return real[:, :, None] & real[:, None, :]
+
+
+def _shapes_seen(task, calls):
+    """What the hidden test's inputs vary, as a set of labels (read from the inputs themselves)."""
+    seen = set()
+    for args, kwargs in calls:
+        if task.check == "check_self_attention":  # attend_new_token(x_new, keys, values, w_q, w_k, w_v)
+            x_new, keys, values, w_q, w_k, _ = args
+            seen |= {"single token"} if len(keys) == 1 else set()
+            seen |= {"d_k != d_v"} if keys.shape[1] != values.shape[1] else set()
+            seen |= {"d_in != d_k"} if w_q.shape[0] != w_q.shape[1] else set()
+            all_k = np.vstack([keys, x_new @ w_k])
+            top = np.abs(all_k @ (x_new @ w_q) / math.sqrt(keys.shape[1])).max()
+            seen |= {"scores of 20 or more"} if top >= 20 else set()
+            assert top < 100, "E4 promises scores below 100 (no overflow before lesson 06)"
+        elif task.check == "check_stable_softmax":  # my_softmax(x, axis=-1, where=None)
+            x, axis, where = args[0], kwargs.get("axis", -1), kwargs.get("where")
+            seen |= {"single token"} if x.size == 1 else set()
+            seen |= {"batch axes"} if x.ndim >= 3 else set()
+            seen |= {"another axis"} if axis not in (-1, x.ndim - 1) else set()
+            seen |= {"overflow"} if np.abs(x).max() >= 1e4 else set()
+            if where is not None and not np.all(np.any(where, axis=axis)):
+                seen.add("fully masked")
+        elif task.check in ("check_masked_attention", "check_masked_backward"):
+            # padded_attention(q, k, v, lengths) and padded_backward(q, k, v, d_out, lengths)
+            q, k, v, lengths = args[:3] + args[-1:]
+            seen |= {"single token"} if q.shape[1] == 1 else set()
+            seen |= {"batch of one"} if q.shape[0] == 1 else set()
+            seen |= {"batch axes"} if q.shape[0] > 1 else set()
+            seen |= {"d_k != d_v"} if q.shape[-1] != v.shape[-1] else set()
+            seen |= {"fully masked"} if np.any(lengths == 0) else set()
+            allowed = np.where(_padded(lengths, q.shape[1]), _scores(q, k), 0)
+            seen |= {"overflow"} if np.abs(allowed).max() >= 1e4 else set()
+        elif task.check == "check_attention_backward":  # self_attention_backward(x, w_q, w_k, w_v, d_out)
+            x, w_q, w_k, w_v, _ = args
+            seen |= {"single token"} if len(x) == 1 else set()
+            seen |= {"d_k != d_v"} if w_k.shape[1] != w_v.shape[1] else set()
+            seen |= {"d_in != d_k"} if w_q.shape[0] != w_q.shape[1] else set()
+            seen |= {"overflow"} if np.abs(_scores(x @ w_q, x @ w_k)).max() >= 1e4 else set()
+        elif task.check == "check_online_softmax_merge":  # merge_all(m, ell, o), (k, n, 1), (k, n, 1), (k, n, d_v)
+            m, _, o = args
+            seen |= {"single block"} if len(m) == 1 else set()
+            seen |= {"40 blocks"} if len(m) >= 40 else set()
+            seen |= {"single token"} if m.shape[1] == 1 else set()
+            seen |= {"d_v = 1"} if o.shape[-1] == 1 else set()
+            seen |= {"overflow"} if np.abs(m[np.isfinite(m)]).max() >= 1e4 else set()
+            seen |= {"fully masked"} if np.any(np.all(np.isneginf(m), axis=0)) else set()
+    return seen
+
+
+VARIES = {
+    "check_self_attention": {"single token", "d_k != d_v", "d_in != d_k", "scores of 20 or more"},
+    "check_stable_softmax": {"single token", "batch axes", "another axis", "overflow", "fully masked"},
+    "check_masked_attention": {"single token", "batch of one", "batch axes", "d_k != d_v", "fully masked",
+                               "overflow"},
+    "check_attention_backward": {"single token", "d_k != d_v", "d_in != d_k", "overflow"},
+    "check_masked_backward": {"single token", "batch of one", "batch axes", "d_k != d_v", "fully masked",
+                              "overflow"},
+    "check_online_softmax_merge": {"single block", "40 blocks", "single token", "d_v = 1", "overflow",
+                                   "fully masked"},
+}
+
+
 @pytest.mark.parametrize("task", HIDDEN, ids=lambda t: t.hidden)
 def test_hidden_tests_vary_shapes_not_only_seeds(task):
-    source = course.hidden_source(task)
-    assert re.search(r"\(1, 1, \d|\(\(\), 1, 1|size=\(1, 1\)|\(1, \d+, \d+\)", source), "a single token"
-    if task.check in ("check_masked_attention", "check_attention_backward", "check_masked_backward"):
-        # (n, m, d_k, d_v, ...): some n != m and some d_k != d_v
-        cases = [tuple(int(x) for x in m) for m in re.findall(r"\((\d+), (\d+), (\d+), (\d+), [\d.]+\)", source)]
-        assert any(n != m for n, m, _, _ in cases) and any(dk != dv for _, _, dk, dv in cases)
-    if task.check in ("check_stable_softmax", "check_online_softmax_merge"):
-        assert re.search(r"size=\(2, 3, 4\)|\(\(2, 3\),", source), "batch axes"
-    if task.check != "check_self_attention":  # E4 comes before the stable softmax is taught
-        assert re.search(r"1e4|\* 40\.0|40\.0\)|, 300\.0|100\.0\)", source), "scores that overflow exp"
+    """Read from the inputs the hidden test passes: other shapes, a single token, batch axes where the
+    task has them, logits of 1e4 from E5 on (below 100 in E4, before the stable softmax is taught),
+    fully masked rows."""
+    spy, calls = _spy(_solved(task.notebook)[_answer_name(task)])
+    with np.errstate(all="ignore"):
+        _hidden(task)(spy)
+    assert VARIES[task.check] <= _shapes_seen(task, calls), (task.hidden, _shapes_seen(task, calls))
 
 
 def _float32(source):
@@ -293,104 +399,186 @@ def _float32(source):
 def test_hidden_tests_accept_a_right_answer_in_float32(task):
     """float32 is held to float32's precision (issue 25 item 3), also by the hidden tests."""
     answer = _solved(task.notebook, _float32)[_answer_name(task)]
-    if task.check == "check_online_softmax_merge":  # the worked merge keeps its inputs' dtype
-        merge64 = answer
+    if task.check in ("check_online_softmax_merge", "check_self_attention"):  # inputs cast by a wrapper
+        right = answer
 
-        def answer(*state):
-            return merge64(*(np.asarray(x, dtype=np.float32) for x in state))
+        def answer(*args):
+            out = right(*(np.asarray(x, dtype=np.float32) for x in args))
+            assert all(np.asarray(x).dtype == np.float32 for x in out)  # the cast took
+            return out
 
-    probe = np.ones((2, 3))
-    if task.check in ("check_stable_softmax",):
-        assert answer(probe).dtype == np.float32  # the edit took
+    if task.check == "check_stable_softmax":
+        assert answer(np.ones((2, 3))).dtype == np.float32  # the edit took
     assert _passes(_hidden(task), answer)
 
 
 # Wrong answers, each a plausible mistake, that every hidden test must refuse.
-def _naive_softmax(x):
-    e = np.exp(np.asarray(x, dtype=float))
-    return e / e.sum(axis=-1, keepdims=True)
+def _softmax_rows(s, stable=True):
+    """Softmax of the last axis; a row with nothing allowed (all -inf) gives zeros."""
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0)) if stable else np.exp(s)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
-def _softmax_axis_1(x):
+def _decode(x_new, keys, values, w_q, w_k, w_v, *, own=True, scale=None, grow=True, first=False):
+    q, k, v = x_new @ w_q, x_new @ w_k, x_new @ w_v
+    all_k = np.vstack([k, keys] if first else [keys, k])
+    all_v = np.vstack([v, values] if first else [values, v])
+    use_k, use_v = (all_k, all_v) if own else (keys, values)
+    w = _softmax_rows(use_k @ q / math.sqrt(keys.shape[1] if scale is None else scale))
+    return (w @ use_v, all_k, all_v) if grow else (w @ use_v, keys, values)
+
+
+def _my_softmax(x, axis=-1, where=None, *, stable=True, use_axis=True, use_where=True, max_over_all=False):
     x = np.asarray(x, dtype=float)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    axis = axis if use_axis else -1
+    allowed = np.ones(x.shape, bool) if where is None or not use_where else where
+    s = np.where(allowed, x, -np.inf)
+    top = np.max(x if max_over_all else s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0)) if stable else np.exp(s)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
-def _masked_nan_rows(q, k, v, mask):  # the page's version: NaN in a fully masked row
-    s = np.where(mask, q @ k.T / math.sqrt(q.shape[-1]), -np.inf)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True) @ v
+def _padded_attention(q, k, v, lengths, *, keys_only=False, ignore=False, stable=True, fill=-np.inf):
+    real = np.arange(q.shape[1]) < np.asarray(lengths)[:, None]
+    allowed = np.broadcast_to(real[:, None, :], (len(q),) + (q.shape[1],) * 2) if keys_only else _padded(
+        lengths, q.shape[1])
+    s = _scores(q, k) if ignore else np.where(allowed, _scores(q, k), fill)
+    return _softmax_rows(s, stable) @ v
 
 
-def _masked_after_softmax(q, k, v, mask):
-    s = q @ k.T / math.sqrt(q.shape[-1])
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)) * mask @ v
-
-
-def _self_attention_sqrt_d_in(x, w_q, w_k, w_v):
-    q, k, v = x @ w_q, x @ w_k, x @ w_v
-    s = q @ k.T / math.sqrt(x.shape[-1])
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True) @ v
-
-
-def _backward(q, k, v, d_out, *, scale=True, stable=True):
+def _qkv_backward(q, k, v, d_out, allowed=None, *, scale=True, stable=True):
     c = 1 / math.sqrt(q.shape[-1]) if scale else 1.0
-    s = q @ k.T * c
-    p = np.exp(s - s.max(axis=-1, keepdims=True)) if stable else np.exp(s)
-    p = p / p.sum(axis=-1, keepdims=True)
-    d_p = d_out @ v.T
+    s = _scores(q, k) * math.sqrt(q.shape[-1]) * c
+    p = _softmax_rows(s if allowed is None else np.where(allowed, s, -np.inf), stable)
+    d_p = d_out @ np.swapaxes(v, -1, -2)
     d_s = p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
-    return c * d_s @ k, c * d_s.T @ q, p.T @ d_out
+    return c * d_s @ k, c * np.swapaxes(d_s, -1, -2) @ q, np.swapaxes(p, -1, -2) @ d_out
 
 
-def _merge_no_rescale(m_a, l_a, o_a, m_b, l_b, o_b):
-    return np.maximum(m_a, m_b), l_a + l_b, o_a + o_b
+def _self_backward(x, w_q, w_k, w_v, d_out, *, routes=(0, 1, 2), transposed=False, **kw):
+    d_q, d_k, d_v = _qkv_backward(x @ w_q, x @ w_k, x @ w_v, d_out, **kw)
+    d_x = sum(g @ w.T for i, (g, w) in enumerate(((d_q, w_q), (d_k, w_k), (d_v, w_v))) if i in routes)
+    grads = (d_q, d_k, d_v)
+    return (d_x,) + tuple(g.T @ x if transposed else x.T @ g for g in grads)
 
 
-def _merge_nan_on_empty(m_a, l_a, o_a, m_b, l_b, o_b):
-    m = np.maximum(m_a, m_b)
-    to_a, to_b = np.exp(m_a - m), np.exp(m_b - m)
-    return m, l_a * to_a + l_b * to_b, o_a * to_a + o_b * to_b
+def _padded_backward(q, k, v, d_out, lengths, *, which="both", **kw):
+    real = np.arange(q.shape[1]) < np.asarray(lengths)[:, None]
+    shape = (len(q),) + (q.shape[1],) * 2
+    allowed = {"both": _padded(lengths, q.shape[1]), "keys": np.broadcast_to(real[:, None, :], shape),
+               "queries": np.broadcast_to(real[:, :, None], shape), "none": None}[which]
+    return _qkv_backward(q, k, v, d_out, allowed, **kw)
+
+
+def _merge_all(m, ell, o, *, rescale=True, guard=True, top_from=None, blocks=None):
+    m, ell, o = (x[:blocks] for x in (m, ell, o))
+    top = m.max(axis=0) if top_from is None else m[top_from]
+    if not rescale:
+        return top, ell.sum(axis=0), o.sum(axis=0)
+    factor = np.exp(m - (np.where(np.isfinite(top), top, 0.0) if guard else top))
+    return top, (ell * factor).sum(axis=0), (o * factor).sum(axis=0)
 
 
 WRONG = {
-    "hidden_stable_softmax": [_naive_softmax, _softmax_axis_1],
-    "hidden_masked_attention": [_masked_nan_rows, _masked_after_softmax,
-                                lambda q, k, v, mask: _masked_nan_rows(q * 1e-9, k, v, mask)],
-    "hidden_self_attention": [_self_attention_sqrt_d_in, lambda x, w_q, w_k, w_v: x @ w_v],
-    "hidden_attention_backward": [lambda *a: _backward(*a, scale=False), lambda *a: _backward(*a, stable=False),
-                                  lambda q, k, v, d: _backward(q, k, v, d)[:2] + (d.T @ q,)],
-    "hidden_masked_backward": [lambda q, k, v, d, mask: _backward(q, k, v, d),
-                               lambda q, k, v, d, mask: tuple(np.where(np.isfinite(g), g, 0)
-                                                              for g in _backward(q, k, v, d))],
-    "hidden_online_softmax_merge": [_merge_no_rescale, _merge_nan_on_empty],
+    "hidden_attend_new_token": [
+        lambda *a: _decode(*a, own=False),                       # forgot its own key
+        lambda *a: _decode(*a, scale=1.0),                       # unscaled
+        lambda *a: _decode(*a, scale=a[0].shape[0]),             # scaled by sqrt(d_in)
+        lambda *a: _decode(*a, grow=False),                      # the cache not grown
+        lambda *a: _decode(*a, first=True),                      # the new token first in the cache
+    ],
+    "hidden_my_softmax": [
+        lambda x, axis=-1, where=None: _my_softmax(x, axis, where, stable=False),
+        lambda x, axis=-1, where=None: _my_softmax(x, axis, where, use_axis=False),
+        lambda x, axis=-1, where=None: _my_softmax(x, axis, where, use_where=False),
+        lambda x, axis=-1, where=None: _my_softmax(x, axis, where, max_over_all=True),
+    ],
+    "hidden_padded_attention": [
+        lambda *a: _padded_attention(*a, keys_only=True),       # padding queries not zero
+        lambda *a: _padded_attention(*a, ignore=True),          # lengths ignored
+        lambda *a: _padded_attention(*a, stable=False),         # no max subtraction
+        lambda *a: _padded_attention(*a, fill=-1e9),            # an empty sentence: uniform weights
+    ],
+    "hidden_self_attention_backward": [
+        lambda *a: _self_backward(*a, routes=(0,)),             # only the route through Q
+        lambda *a: _self_backward(*a, routes=(0, 1)),           # the value route missing
+        lambda *a: _self_backward(*a, transposed=True),         # dW transposed
+        lambda *a: _self_backward(*a, scale=False),
+        lambda *a: _self_backward(*a, stable=False),
+        lambda x, w_q, w_k, w_v, d: _qkv_backward(x @ w_q, x @ w_k, x @ w_v, d),   # notebook 09's three
+    ],
+    "hidden_padded_backward": [
+        lambda *a: _padded_backward(*a, which="none"),          # lengths ignored
+        lambda *a: _padded_backward(*a, which="keys"),          # padding queries pass gradient
+        lambda *a: _padded_backward(*a, which="queries"),       # padding keys get gradient
+        lambda *a: _padded_backward(*a, stable=False),
+        lambda *a: _padded_backward(*a, scale=False),
+    ],
+    "hidden_merge_all": [
+        lambda *a: _merge_all(*a, rescale=False),
+        lambda *a: _merge_all(*a, guard=False),                 # NaN for a row every block missed
+        lambda *a: _merge_all(*a, top_from=0),                  # the first block's maximum
+        lambda *a: _merge_all(*a, blocks=2),                    # only two blocks
+    ],
 }
 
 
 @pytest.mark.parametrize("task", HIDDEN, ids=lambda t: t.hidden)
 def test_hidden_tests_refuse_wrong_answers(task):
     hidden = _hidden(task)
-    for wrong in WRONG[task.hidden]:
-        assert not _passes(hidden, wrong), (task.hidden, wrong)
+    assert _passes(hidden, lambda *a, **kw: {  # the helpers above, without a mistake, are right
+        "hidden_attend_new_token": _decode, "hidden_my_softmax": _my_softmax,
+        "hidden_padded_attention": _padded_attention, "hidden_self_attention_backward": _self_backward,
+        "hidden_padded_backward": _padded_backward, "hidden_merge_all": _merge_all}[task.hidden](*a, **kw))
+    for i, wrong in enumerate(WRONG[task.hidden]):
+        assert not _passes(hidden, wrong), (task.hidden, i)
+
+
+def _corpus():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_checks_corpus_e4_e7 as corpus
+
+    return corpus
+
+
+def test_the_corpus_right_answers_pass_the_hidden_tests_and_its_wrong_ones_fail():
+    """tests/test_checks_corpus_e4_e7.py's answers, graded as the grading cell does: every right answer
+    (loops, einsum, float32, a callable object, (output, weights) as notebook 05 returns, ...) passes
+    the hidden tests, and every wrong one fails them, but for those that reach the library, which the
+    visible check in the same cell refuses before running them."""
+    corpus = _corpus()
+    hidden = {t.check: _hidden(t) for t in HIDDEN}
+    right = [(check.__name__, answer) for check, answer in corpus.RIGHT
+             if getattr(check, "__name__", "") in hidden and callable(answer)]
+    wrong = [(check.__name__, answer, mistake) for check, answer, mistake in corpus.WRONG
+             if getattr(check, "__name__", "") in hidden and callable(answer)
+             and mistake not in ("reaches_library", "used_library")]
+    assert len(right) >= 30 and len(wrong) >= 100, (len(right), len(wrong))
+    assert [name for name, answer in right if not _passes(hidden[name], answer)] == []
+    assert [(name, mistake) for name, answer, mistake in wrong if _passes(hidden[name], answer)] == []
 
 
 def _lookup_table(answer):
     """A function that records ``answer``'s outputs on the inputs it sees, then only replays them."""
     table = []
 
-    def record(*args):
-        out = answer(*args)
-        table.append(([np.array(a, copy=True) for a in args], out))
+    def key(args, kwargs):
+        return [np.array(a, copy=True) for a in list(args) + [kwargs.get(n) for n in sorted(kwargs)]], sorted(kwargs)
+
+    def record(*args, **kwargs):
+        out = answer(*args, **kwargs)
+        table.append((key(args, kwargs), out))
         return out
 
-    def replay(*args):
-        for inputs, out in table:
-            if len(inputs) == len(args) and all(
+    def replay(*args, **kwargs):
+        inputs, names = key(args, kwargs)
+        for (seen, seen_names), out in table:
+            if seen_names == names and len(seen) == len(inputs) and all(
                     np.shape(a) == np.shape(b) and np.array_equal(a, b, equal_nan=True)
-                    for a, b in zip(inputs, args)):
+                    for a, b in zip(seen, inputs)):
                 return out
         return table[-1][1]  # an unseen input: the last answer it knows
 
@@ -403,12 +591,6 @@ def test_a_lookup_table_of_the_visible_probes_fails_the_hidden_tests(task):
     from helpers import checks
 
     answer = _solved(task.notebook)[_answer_name(task)]
-    if isinstance(answer, type):  # the SelfAttention class: the task's function form
-        cls = answer
-
-        def answer(x, w_q, w_k, w_v):
-            return cls(w_q, w_k, w_v).forward(x)
-
     record, replay = _lookup_table(answer)
     check = getattr(checks, task.check)
     with np.errstate(all="ignore"):
@@ -421,11 +603,16 @@ def test_a_lookup_table_of_the_visible_probes_fails_the_hidden_tests(task):
 
 
 def test_the_model_answers_stay_off_the_site():
-    """instructor/exam_answers.md answers every exam question of docs/teaching.md, and the site publishes none of it."""
+    """instructor/exam_answers.md answers every exam question of docs/teaching.md, and the site publishes none of it.
+
+    The site publishes no instructor file but the worked solutions (``make site`` after a deadline):
+    never the model answers, the points or the hidden tests.
+    """
     import publish
 
     pages = publish.site_documents() + publish.site_notebooks()
-    assert not [p for p in pages if "instructor" in p.relative_to(ROOT).parts]
+    instructor = [p.relative_to(course.INSTRUCTOR) for p in pages if "instructor" in p.relative_to(ROOT).parts]
+    assert all(p.parts[0] == "solutions" and p.suffix == ".ipynb" for p in instructor), instructor
     plan = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     answers = (course.INSTRUCTOR / "exam_answers.md").read_text(encoding="utf-8")
     lectures = re.findall(r"^## (Lecture \d+)[^\n]*\n(.*?)(?=^## )", plan, flags=re.M | re.S)

@@ -15,10 +15,11 @@ notebook:
   one place points are declared): it prints the friendly verdict and then
   ``assert``s it (a :class:`helpers.checks.CheckResult` is true only when
   correct). A graded *function* gets hidden tests too: the task's function of
-  ``instructor/hidden_tests/<name>.py`` (other shapes: n != m, d_k != d_v, a single
-  token, batch axes where the task allows them; its reference computed with NumPy
-  inline, not with ``helpers``), copied between ``### BEGIN HIDDEN TESTS`` and
-  ``### END HIDDEN TESTS``, which the release does not show;
+  ``instructor/hidden_tests/<name>.py`` (other shapes: d_k != d_v, a single token,
+  batch axes where the task has them, fully masked rows, logits of 1e4 from E5 on;
+  its reference computed with NumPy inline, not with ``helpers``), copied between
+  ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``, which the release does
+  not show;
 - the markdown cell that states a task gets its points in its heading, e.g.
   "(3 points)", read from the same file;
 - every other cell is kept as it is, outputs cleared, except that the top

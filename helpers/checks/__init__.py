@@ -48,42 +48,43 @@ module here, ``eN_<name>.py``, and lists its checks below and in ``__all__``.
 
 E1, *Section 5.2: Dot-Product Attention — The Core Mechanism* (its five exercises):
 
-check_section_5_2_exercise_1 : exercise 1, unscaled attention by hand
+check_section_5_2_exercise_1 : exercise 1, attention by hand run backwards: the value row behind an output
 check_section_5_2_exercise_2 : exercise 2, the "cat sat mat" weights to draw
-check_flops                  : exercise 3, FLOPs for n = 1000, d = 512
-check_section_5_2_exercise_4 : exercise 4, scores with W^Q = W^K, and who scores itself highest
-check_attention_entropy      : exercise 5, the entropy of each row of weights
+check_flops                  : exercise 3, the longest sequence 10^12 FLOPs allow at d = 512
+check_section_5_2_exercise_4 : exercise 4, each row's margin with W^Q = W^K, and who scores itself highest
+check_attention_entropy      : exercise 5, the temperature at which the row of "journey" has 1.5 nats
 
-E2, *Day 43 - Scaled Dot-Product Attention Deep Dive* ("I am happy"):
+E2, *Day 43 - Scaled Dot-Product Attention Deep Dive* ("I am happy today"):
 
-check_i_am_happy_weights     : the exact 3x3 weights (scaled, d_k = 3)
-check_i_am_happy_context     : the exact Step 6 context vectors
+check_i_am_happy_weights     : the 4x4 weights of "I am happy today" (scaled, d_k = 3)
+check_i_am_happy_context     : its 4x3 context vectors
 
 E3, *AIAYN Part 2: Scaled Dot-Product Attention* ("cat sat"):
 
-check_temperature_prediction : the "cat sat" weights at a given temperature
-check_why_scale_512          : the variance and std of q·k at d_k = 512, and after scaling
-check_init_std               : the std of the document's initialisation (He) and Xavier's
+check_temperature_prediction : the temperature at which "cat" gives itself 0.9
+check_why_scale_512          : q·k at d_k = 512 for entries of std 1.5 and 0.8, before and after scaling
+check_init_std               : the uniform bounds for a 512x64 W^Q, the document's (He) and Xavier's
 
 E4, *The Engine of Transformers: Building Scaled Dot-Product Attention* ("journey"):
 
-check_journey_scores_row     : the unscaled scores of the query "starts", the sentence grown to 7 tokens
+check_journey_scores_row     : the unscaled scores of "starts" after a seventh token, "forward"
 check_journey_weights_row    : its attention weights over the seven keys
-check_self_attention         : a student's attend_new_token: one new token from kept keys and values
-check_journey_variance_d100  : the expected variance of q·k at d = 100 for entry variances 3 and 2
+check_self_attention         : attend_new_token(x_new, keys, values, w_q, w_k, w_v): one new token
+                               from kept keys and values
+check_journey_variance_d100  : the expected variance of q·k at d = 100, query variance 3, key variance 2
 
 E6 and E7, the advanced notebooks (09 gradients by hand, 10 masks, 11 memory-efficient attention),
 in ``e6_backward``:
 
-check_attention_backward     : a student's self-attention backward pass down to x and W_q, W_k, W_v
-check_masked_backward        : the backward pass of a padded batch; padding passes back zeros
-check_online_softmax_merge   : merging k stacked (max, sum, output) block states of the online softmax
+check_attention_backward     : self_attention_backward(x, w_q, w_k, w_v, d_out) -> dX, dW_q, dW_k, dW_v
+check_masked_backward        : padded_backward(q, k, v, d_out, lengths): a padded batch; padding passes back zeros
+check_online_softmax_merge   : merge_all(m, ell, o): k stacked (max, sum, output) block states merged at once
 
 E5, *Scaled Dot-Product Attention* (the definition page):
 
-check_stable_softmax         : a student's stable softmax along any axis over a boolean mask
-check_masked_attention       : a student's padded_attention(q, k, v, lengths) over a padded batch
-check_definition_shapes      : the shapes when the leading axes of queries and keys broadcast
+check_stable_softmax         : my_softmax(x, axis=-1, where=None): a stable softmax along any axis, over a mask
+check_masked_attention       : padded_attention(q, k, v, lengths): attention over a batch of padded sentences
+check_definition_shapes      : the shapes of scores, weights and output when the leading axes broadcast
 """
 
 from __future__ import annotations
