@@ -256,11 +256,11 @@ def _self_attention_cases(seed=None):
     cases = [(f"the journey sentence with {NEW_TOKEN!r} appended",
               (np.vstack([ex.inputs, NEW_INPUT]), ex.w_q, ex.w_k, ex.w_v)),
              (f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", square)]
-    hidden = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
+    probes = np.random.default_rng(_PROBE_SEED if seed is None else seed)
     for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 0.5), (5, 4, 3, 1.5), (1, 4, 2, 1.0)):
-        x = hidden.normal(size=(n, d_in)) * spread
+        x = probes.normal(size=(n, d_in)) * spread
         x[0] *= 3.0  # one row larger than the others: its scores are larger
-        ws = tuple(hidden.normal(size=(d_in, d_out)) for _ in range(3))
+        ws = tuple(probes.normal(size=(d_in, d_out)) for _ in range(3))
         cases.append((f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", (x,) + ws))
     fresh = _fresh_rng()  # a case drawn anew at each run: no table of the probes can hold it
     x = fresh.normal(size=(5, 4))
@@ -269,7 +269,7 @@ def _self_attention_cases(seed=None):
     return cases
 
 
-_HIDDEN_SEED = 8_675_309
+_PROBE_SEED = 8_675_309
 
 MAX_SCORE = 100.0
 """The largest score (in size) of any E4 probe: far from exp's overflow at about 709."""
@@ -343,7 +343,7 @@ def check_self_attention(fn, seed=None):
     ----------
     fn : callable
     seed : int, optional
-        The seed of the hidden random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------

@@ -35,7 +35,7 @@ from helpers.checks._core import (
 # ---------------------------------------------------------------------------
 
 
-_HIDDEN_SEED = 20_240_917  # the seed of the probes a notebook does not show
+_PROBE_SEED = 20_240_917  # the seed of the probes a notebook does not show
 
 
 def _softmax_probes(seed=None):
@@ -48,7 +48,7 @@ def _softmax_probes(seed=None):
     one that subtracts the maximum of the whole array; then random batches with
     offsets in the thousands, wide rows and rows of a single logit (3e4).
     """
-    rng = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
+    rng = np.random.default_rng(_PROBE_SEED if seed is None else seed)
     offsets = np.array([[0.0], [1e4], [-1e4], [5.0]])
     probes = [
         ("small", np.array([1.0, 2.0, 3.0])),
@@ -95,7 +95,7 @@ def _axis_where_probes(seed=None):
     axis, a boolean ``where`` (True = takes part), a slice with no allowed entry (all zeros),
     blocked entries 1e4 larger than the allowed ones, and both together at logits of 1e4.
     """
-    rng = np.random.default_rng(_HIDDEN_SEED + 7 if seed is None else seed)
+    rng = np.random.default_rng(_PROBE_SEED + 7 if seed is None else seed)
     probes = [("axis_0", rng.normal(size=(4, 3)), 0, None),
               ("axis_1", rng.normal(scale=3.0, size=(2, 5, 3)), 1, None)]
     x = rng.normal(size=(3, 5))
@@ -247,7 +247,7 @@ def check_stable_softmax(fn, seed=None):
     fn : callable
         The student's softmax.
     seed : int, optional
-        The seed of the random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -409,21 +409,21 @@ def _masked_cases(seed=None):
         b = len(lengths)
         cases.append((name, rng.normal(size=(b, n, d_k)), rng.normal(size=(b, n, d_k)),
                       rng.normal(size=(b, n, d_v)), np.array(lengths)))
-    hidden = np.random.default_rng(_HIDDEN_SEED + 1 if seed is None else seed)
+    probes = np.random.default_rng(_PROBE_SEED + 1 if seed is None else seed)
     for b, n, d_k, d_v, spread in ((3, 6, 4, 3, 1.0), (2, 120, 8, 5, 1.0), (2, 7, 2, 4, 8.0)):
-        q = hidden.normal(size=(b, n, d_k)) * spread
+        q = probes.normal(size=(b, n, d_k)) * spread
         q[:, 0] *= 10.0
-        lengths = hidden.integers(1, n + 1, size=b)
+        lengths = probes.integers(1, n + 1, size=b)
         lengths[-1] = n - 1
-        cases.append(("random", q, hidden.normal(size=(b, n, d_k)), hidden.normal(size=(b, n, d_v)), lengths))
+        cases.append(("random", q, probes.normal(size=(b, n, d_k)), probes.normal(size=(b, n, d_v)), lengths))
     # Overflow: scores of about 1e4 (exp overflows past 709), one sequence of length 0.
     b, n, d_k, d_v = 3, 6, 4, 3
-    q = hidden.normal(size=(b, n, d_k)) * 3000.0
-    cases.append(("large_scores", q, hidden.normal(size=(b, n, d_k)), hidden.normal(size=(b, n, d_v)),
+    q = probes.normal(size=(b, n, d_k)) * 3000.0
+    cases.append(("large_scores", q, probes.normal(size=(b, n, d_k)), probes.normal(size=(b, n, d_v)),
                   np.array([6, 2, 0])))
     # Rows of very different sizes: query row i scaled by 1, 10, 100, 1000, 3000.
-    q = hidden.normal(size=(2, 5, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
-    cases.append(("different_rows", q, hidden.normal(size=(2, 5, d_k)), hidden.normal(size=(2, 5, d_v)),
+    q = probes.normal(size=(2, 5, d_k)) * np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])
+    cases.append(("different_rows", q, probes.normal(size=(2, 5, d_k)), probes.normal(size=(2, 5, d_v)),
                   np.array([5, 4])))
     fresh = _fresh_rng()  # drawn anew at each run: no table of the probes can hold it
     b, n = 3, int(fresh.integers(4, 8))
@@ -463,7 +463,7 @@ def check_masked_attention(fn, seed=None):
     fn : callable
         The student's function.
     seed : int, optional
-        The seed of the random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------

@@ -57,7 +57,7 @@ from helpers.checks._core import (
 GRAD_TOL = 1e-5
 """Absolute and relative tolerance for gradients compared with finite differences."""
 
-_HIDDEN_SEED = 9_110_917
+_PROBE_SEED = 9_110_917
 
 
 def _t(a):
@@ -206,7 +206,7 @@ def _backward_cases(masked, seed=None):
     """
     if masked:
         return _padded_cases(seed)
-    rng = np.random.default_rng(_HIDDEN_SEED if seed is None else seed)
+    rng = np.random.default_rng(_PROBE_SEED if seed is None else seed)
     cases = []
     sizes = ((3, 3, 4, 2, 1.0), (4, 4, 3, 5, 1.5), (2, 5, 3, 4, 1.0), (5, 3, 2, 3, 2.0),
              (4, 6, 3, 2, 3000.0), (5, 5, 4, 3, np.array([[1.0], [10.0], [100.0], [1000.0], [3000.0]])))
@@ -235,7 +235,7 @@ def _padded_cases(seed=None):
     show the transposes. Small ones are compared with finite differences, the two overflow
     cases (scores of about 1e4, query rows of very different sizes) with the analytic gradients.
     """
-    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 1)
+    rng = np.random.default_rng((_PROBE_SEED if seed is None else seed) + 1)
     cases = []
     for label, lengths, n, d_k, d_v, spread in (
             ("small", (3, 1), 3, 3, 3, 1.0), ("small", (4, 2, 0), 4, 3, 5, 1.5),
@@ -392,7 +392,7 @@ def _self_cases(seed=None):
     with d_k != d_v and d_in != d_k; a single token; scores of about 1e4 and input rows of very
     different sizes (compared with the analytic gradients); one case drawn anew at each run.
     """
-    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 11)
+    rng = np.random.default_rng((_PROBE_SEED if seed is None else seed) + 11)
     cases = []
     for label, n, d_in, d_k, d_v, spread in (("small", 4, 4, 4, 4, 1.0), ("small", 5, 3, 4, 2, 1.0),
                                              ("small", 1, 3, 2, 2, 1.0), ("small", 6, 5, 3, 4, 1.0),
@@ -506,7 +506,7 @@ def check_attention_backward(fn, seed=None):
     fn : callable
         ``fn(x, w_q, w_k, w_v, d_out)``.
     seed : int, optional
-        The seed of the hidden random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -601,7 +601,7 @@ def check_masked_backward(fn, seed=None):
     ----------
     fn : callable
     seed : int, optional
-        The seed of the hidden random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -690,7 +690,7 @@ def _merge_cases(seed=None):
     """Stacks of block states ``(m, l, o, s, v)``: k = 2 to 40 blocks, the maximum in any block,
     scores of 1e4, rows of very different sizes, a single block, and blocks that saw no allowed
     key for a row (m = -inf, l = 0, o = 0), up to every block of a row."""
-    rng = np.random.default_rng((_HIDDEN_SEED if seed is None else seed) + 7)
+    rng = np.random.default_rng((_PROBE_SEED if seed is None else seed) + 7)
     cases = []
     for n, sizes, d_v, offset in ((4, (3, 5), 2, 0.0), (6, (2, 3, 1, 4), 3, 0.0), (3, (4, 4, 2), 5, 1e4),
                                   (4, (3, 3, 2, 2, 3), 2, np.array([[0.0], [1e4], [-1e4], [3e4]])),
@@ -766,7 +766,7 @@ def check_online_softmax_merge(fn, seed=None):
     fn : callable
         ``fn(m, l, o)`` with m, l of shape (k, n, 1) and o of shape (k, n, d_v).
     seed : int, optional
-        The seed of the random probes (graders use other seeds for hidden tests).
+        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
