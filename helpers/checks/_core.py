@@ -909,6 +909,31 @@ def _precision_verdict(dtype, got, expected, what):
     return False, None
 
 
+def _precision_outcome(value, got, expected, what):
+    """What a float32 or float16 result that missed the float64 tolerance earns: one rule for every check.
+
+    ``value`` is the student's return value (its dtype decides); ``got`` and ``expected`` are the
+    arrays compared (a tuple or list of arrays is flattened into one). Returns the note (a str)
+    for a float32 result right to float32's precision, a refusal (``_incorrect("precision", ...)``)
+    for a result right only to float16's, and None otherwise: a float64 result, a non-finite one,
+    or one that is simply wrong, which the caller goes on to diagnose.
+    """
+    dtype = _low_precision(value)
+    if dtype is None:
+        return None
+
+    def flat(a):
+        return np.concatenate([np.ravel(x) for x in a]) if isinstance(a, (tuple, list)) else np.asarray(a)
+
+    got, expected = flat(got), flat(expected)
+    if not np.all(np.isfinite(got)):
+        return None
+    ok, message = _precision_verdict(dtype, got, expected, what)
+    if ok:
+        return message
+    return _incorrect("precision", message) if message else None
+
+
 def _as_number(answer):
     """A float from a real number (or a one-element numeric array), else None. Text is refused."""
     if isinstance(answer, (bool, np.bool_)):
