@@ -257,6 +257,59 @@ def test_the_speaker_view_opens_offline_with_the_notes(sync_api, tmp_path_factor
     assert offsite == [], f"the speaker view asked the network for {offsite}"
 
 
+@pytest.mark.browser
+def test_a_small_picture_grows_into_the_room_its_slide_leaves(sync_api, tmp_path_factory):
+    """A figure drawn small for a notebook page is shown larger on a slide with room for it, and
+    never makes the slide overflow (the template's fitPictures)."""
+    import base64
+    import io
+
+    import matplotlib
+    import nbformat
+    from browser_support import StaticServer
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)
+    ax.plot([0, 1], [0, 1])
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    _, publish, _ = _deck_tools()
+    out = tmp_path_factory.mktemp("fit")
+    picture = new_code_cell("show(fig)", outputs=[new_output("display_data", data={"image/png": png})])
+    cells = [new_markdown_cell("# A deck"), new_markdown_cell("## A small picture"), picture]
+    for cell, kind in zip(cells, ("slide", "slide", "-")):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    cells[2].metadata["tags"] = ["slides-hide-code"]
+    source = out / "fit.ipynb"
+    nbformat.write(new_notebook(cells=cells), source)
+    (deck,) = publish.build_slides([source], out)
+    with sync_api.sync_playwright() as playwright, StaticServer(out) as server:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 760})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(server.url(deck.name) + "#/1")
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+            page.wait_for_function("() => Reveal.getCurrentSlide().dataset.picturesFitted === '1'")
+            shown = page.evaluate("""() => {
+                const img = Reveal.getCurrentSlide().querySelector('img');
+                const slide = Reveal.getCurrentSlide().getBoundingClientRect();
+                const r = img.getBoundingClientRect(), s = Reveal.getScale();
+                return {width: r.width / s, height: r.height / s, natural: img.naturalWidth,
+                        ratio: img.naturalWidth / img.naturalHeight, bottom: (r.bottom - slide.top) / s};
+            }""")
+        finally:
+            browser.close()
+    assert shown["width"] > 1.5 * shown["natural"], shown  # 300 px drawn, at least 450 px shown
+    assert abs(shown["width"] / shown["height"] - shown["ratio"]) < 0.02, shown  # its own shape
+    assert shown["bottom"] <= 760, shown  # inside the slide
+
+
 def _image_src(page):
     return page.locator(IMAGE).first.get_attribute("src")
 
@@ -406,55 +459,3 @@ def test_explorer_follows_the_keyboard_in_jupyterlab(page, lab):
         (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=2, ensure_ascii=False) + "\n")
         print(f"\nbrowser test timings: {json.dumps(timings, ensure_ascii=False)}")
 
-
-@pytest.mark.browser
-def test_a_small_picture_grows_into_the_room_its_slide_leaves(sync_api, tmp_path_factory):
-    """A figure drawn small for a notebook page is shown larger on a slide with room for it, and
-    never makes the slide overflow (the template's fitPictures)."""
-    import base64
-    import io
-
-    import matplotlib
-    import nbformat
-    from browser_support import StaticServer
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(3, 2), dpi=100)
-    ax.plot([0, 1], [0, 1])
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    png = base64.b64encode(buffer.getvalue()).decode("ascii")
-    _, publish, _ = _deck_tools()
-    out = tmp_path_factory.mktemp("fit")
-    picture = new_code_cell("show(fig)", outputs=[new_output("display_data", data={"image/png": png})])
-    cells = [new_markdown_cell("# A deck"), new_markdown_cell("## A small picture"), picture]
-    for cell, kind in zip(cells, ("slide", "slide", "-")):
-        cell.metadata["slideshow"] = {"slide_type": kind}
-    cells[2].metadata["tags"] = ["slides-hide-code"]
-    source = out / "fit.ipynb"
-    nbformat.write(new_notebook(cells=cells), source)
-    (deck,) = publish.build_slides([source], out)
-    with sync_api.sync_playwright() as playwright, StaticServer(out) as server:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 760})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(server.url(deck.name) + "#/1")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()")
-            page.wait_for_function("() => Reveal.getCurrentSlide().dataset.picturesFitted === '1'")
-            shown = page.evaluate("""() => {
-                const img = Reveal.getCurrentSlide().querySelector('img');
-                const slide = Reveal.getCurrentSlide().getBoundingClientRect();
-                const r = img.getBoundingClientRect(), s = Reveal.getScale();
-                return {width: r.width / s, height: r.height / s, natural: img.naturalWidth,
-                        ratio: img.naturalWidth / img.naturalHeight, bottom: (r.bottom - slide.top) / s};
-            }""")
-        finally:
-            browser.close()
-    assert shown["width"] > 1.5 * shown["natural"], shown  # 300 px drawn, at least 450 px shown
-    assert abs(shown["width"] / shown["height"] - shown["ratio"]) < 0.02, shown  # its own shape
-    assert shown["bottom"] <= 760, shown  # inside the slide
