@@ -447,15 +447,23 @@ def test_the_first_model_is_kept_with_its_own_recipe():
     assert "start" not in model.metadata["config"]  # trained before the start was drawn
 
 
-def test_retraining_reproduces_the_stored_model_exactly(tmp_path):
-    """The stored weights are what the stored recipe makes, bit for bit (one BLAS thread; about 15 s)."""
+# Retraining on another CPU's BLAS sums the same products in another order, so the float32
+# weights drift by a few last places over the training steps (seen: up to 6e-6 between two
+# machines). Notebook 12 states the same tolerance; its printed numbers do not move.
+RETRAIN_TOLERANCE = 1e-4
+
+
+def test_retraining_reproduces_the_stored_model_within_tolerance(tmp_path):
+    """The stored weights are what the stored recipe makes, to RETRAIN_TOLERANCE (one BLAS thread; about 15 s)."""
     stored, stored_history = tr.load_trained_induction_model()
     model, history = tr.retrain_induction_model(tmp_path / "again.npz", seed=stored.metadata["seed"])
     again, again_history = tr._read_model_file(tmp_path / "again.npz")
+    assert again.params.keys() == stored.params.keys()
     for name, w in stored.params.items():
-        np.testing.assert_array_equal(again.params[name], w, err_msg=name)
+        assert again.params[name].shape == w.shape and again.params[name].dtype == w.dtype, name
+        np.testing.assert_allclose(again.params[name], w, rtol=0, atol=RETRAIN_TOLERANCE, err_msg=name)
     for key, values in stored_history.items():
-        np.testing.assert_array_equal(again_history[key], values, err_msg=key)
+        np.testing.assert_allclose(again_history[key], values, rtol=0, atol=RETRAIN_TOLERANCE, err_msg=key)
     assert again.metadata == stored.metadata
 
 
