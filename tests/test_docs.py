@@ -178,8 +178,9 @@ def test_the_citation_file_is_valid_and_current():
     # CFF reads a list of licences as a choice (OR); the code is MIT AND the prose CC BY 4.0
     assert not isinstance(cff.get("license"), list)
     source = _project()["urls"]["Source"]
-    if "repository-code" in cff:
-        assert cff["repository-code"] == source
+    for key in ("repository-code", "url"):
+        if key in cff:
+            assert cff[key] == source, key
 
 
 # --- issue templates ---------------------------------------------------------------------

@@ -187,9 +187,12 @@ def test_the_readme_opens_with_the_repository_links_block():
     block = "\n".join(lines[start + 1:end])
     assert block == navigation.readme_links()
     if navigation.REPOSITORY is None:
-        assert "not set yet" in block and "Binder" in block and "Colab" in block
-        assert "`Source`" in block and "`pyproject.toml`" in block and "python tools/navigation.py" in block
+        # Nothing a reader sees: the publisher's note lives in CONTRIBUTING.md.
+        assert block.startswith("<!--") and block.endswith("-->") and block.count("-->") == 1
         assert "](" not in block, "no link while there is nothing to link to"
+        contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+        publishing = contributing[contributing.index("## Publishing"):]
+        assert "`Source`" in publishing and "`pyproject.toml`" in publishing and "make navigation" in publishing
 
 
 def test_the_readme_block_is_added_after_the_title_if_missing(monkeypatch):
@@ -218,7 +221,8 @@ def test_citation_gets_the_repository_code_once_named(monkeypatch):
     assert navigation.with_citation_links(cff) == 'cff-version: 1.2.0\ntitle: "x"\nversion: "0.1.0"\n'
     monkeypatch.setattr(navigation, "REPOSITORY", FIRST)
     named = navigation.with_citation_links(cff)
-    assert named.endswith(f'version: "0.1.0"\nrepository-code: "https://github.com/{FIRST}"\n')
+    assert named.endswith(f'version: "0.1.0"\nrepository-code: "https://github.com/{FIRST}"\n'
+                          f'url: "https://github.com/{FIRST}"\n')
     assert navigation.with_citation_links(named) == named
 
 

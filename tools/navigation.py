@@ -332,13 +332,12 @@ def _set_contents(nb, source: str) -> None:
     raise ValueError(f"{INDEX} needs a markdown cell tagged '{CONTENTS_TAG}'")
 
 
-README_UNNAMED = """\
-**The repository's name is not set yet,** so there are no Binder or Colab badges here, no
-"Open in Colab" links in the notebooks, and Colab cannot install the `helpers` package.
-To set it, write the GitHub address the collection is published under as `Source` under
-`[project.urls]` in `pyproject.toml`, then run `make navigation` (or `python tools/navigation.py`):
-it writes the badges here, each notebook's Colab link and set-up cell, and the repository
-links in `docs/`."""
+# While Source is the placeholder the README shows nothing here (an HTML comment): a learner reading
+# it has no use for the publisher's to-do, which CONTRIBUTING.md's "Publishing" section holds.
+README_UNNAMED = (
+    "<!-- No Binder or Colab badges yet: the repository's address is not set "
+    "(CONTRIBUTING.md, \"Publishing\"). -->"
+)
 
 
 def readme_links() -> str:
@@ -394,15 +393,18 @@ def updated_documents(root: Path = ROOT) -> dict[Path, tuple[str, str]]:
     return result
 
 
-CITATION_CODE = re.compile(r"^repository-code:[^\n]*\n?", re.MULTILINE)
+CITATION_CODE = re.compile(r"^(?:repository-code|url):[^\n]*\n?", re.MULTILINE)
 
 
 def with_citation_links(text: str) -> str:
-    """CITATION.cff ``text`` with ``repository-code:`` the repository's address (no such line while it is not named)."""
+    """CITATION.cff ``text`` with ``repository-code:`` and ``url:`` the repository's address.
+
+    Neither line is there while the repository is not named.
+    """
     text = CITATION_CODE.sub("", text)
     if REPOSITORY is None:
         return text
-    return text.rstrip("\n") + f'\nrepository-code: "{repository_url()}"\n'
+    return text.rstrip("\n") + f'\nrepository-code: "{repository_url()}"\nurl: "{repository_url()}"\n'
 
 
 def updated_students(solutions: dict[Path, tuple[str, str]]) -> dict[Path, tuple[str, str]]:
