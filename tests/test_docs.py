@@ -151,6 +151,13 @@ def test_the_sources_cite_the_five_documents_by_their_titles():
 # --- changelog and citation -------------------------------------------------------------
 
 
+def test_the_changelog_describes_changes_not_issue_numbers():
+    """A reader of the changelog has no access to the tracker: each entry says what changed."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    found = re.findall(r"[^\n]*\b(?:issues?|#)\s*\d+[^\n]*", text, re.IGNORECASE)
+    assert not found, f"CHANGELOG.md names issue numbers: {found[:3]}"
+
+
 def test_the_changelog_keeps_the_headings_make_release_rewrites():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert text.startswith("# Changelog\n")
