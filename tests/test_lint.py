@@ -2,8 +2,9 @@
 
 It checks helpers/, tools/, tests/, benchmarks/, instructor/, conftest.py and every notebook (notebooks/,
 exercises/): the rules (pycodestyle's E and W, pyflakes' F, isort's I; 120 columns, 100 in the
-notebooks) are [tool.ruff] in pyproject.toml, which notebooks/ruff.toml and exercises/ruff.toml
-extend, and .pre-commit-config.yaml runs the same check on each commit.
+notebooks) are [tool.ruff] in pyproject.toml, which notebooks/.ruff.toml and exercises/.ruff.toml
+(hidden, so JupyterLab's file browser shows only the lessons) extend, and .pre-commit-config.yaml
+runs the same check on each commit.
 """
 
 from __future__ import annotations
@@ -62,3 +63,22 @@ def test_notebook_code_is_held_to_100_columns_and_package_code_to_120():
     assert "E501" in _stdin_findings("instructor/solutions/probe.py", line)
     assert "E501" not in _stdin_findings("helpers/probe.py", line)
     assert "I001" in _stdin_findings("helpers/probe.py", "import sys\nimport os\n\nprint(os, sys)\n")
+
+
+def test_the_lessons_folder_holds_no_visible_configuration():
+    """JupyterLab's file browser beside the lessons shows lessons: the linter's settings are hidden files."""
+    for folder in ("notebooks", "exercises/student"):
+        visible = [p.name for p in (ROOT / folder).iterdir() if not p.name.startswith(".")]
+        assert all(name.endswith(".ipynb") for name in visible), f"{folder}/ shows {visible}"
+    assert (ROOT / "notebooks" / ".ruff.toml").is_file() and (ROOT / "exercises" / ".ruff.toml").is_file()
+
+
+def test_every_document_states_the_same_linted_folders():
+    """CONTRIBUTING.md, docs/reference.md and pre-commit say what this test checks, no less."""
+    for doc in ("CONTRIBUTING.md", "docs/reference.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        statement = text[text.index("`ruff check`"):][:600]
+        for folder in sorted(set(CHECKED) | set(NOTEBOOKS)):
+            assert f"`{folder}/`" in statement, f"{doc}: the linting statement leaves out {folder}/"
+        assert "`conftest.py`" in statement, doc
+    assert "left out" not in (ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8")
