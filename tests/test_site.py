@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-
 from browser_support import CHROMIUM_ARGS, StaticServer, chromium_path, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
