@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PLACEHOLDER = "https://github.com/OWNER/REPOSITORY"
-SOURCE = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]["Source"]
 SOLUTIONS = os.environ.get("SITE_SOLUTIONS") == "1"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 import helpers  # noqa: E402
+import navigation  # noqa: E402  ([project.urls] Source: None while it is the placeholder)
 
 project = "Attention, Step by Step"
 author = "The authors of Attention, Step by Step"
@@ -74,10 +73,10 @@ html_theme_options = {
     # no analytics, no external icons
     "icon_links": [],
 }
-if SOURCE != PLACEHOLDER:
+if navigation.REPOSITORY is not None:
     # Launch buttons only once pyproject.toml names the repository
     html_theme_options.update({
-        "repository_url": SOURCE,
+        "repository_url": navigation.repository_url(),
         "repository_branch": "main",
         "path_to_docs": "",
         "use_repository_button": True,
