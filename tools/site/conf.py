@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SOLUTIONS = os.environ.get("SITE_SOLUTIONS") == "1"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-import helpers  # noqa: E402
 import navigation  # noqa: E402  ([project.urls] Source: None while it is the placeholder)
+
+import helpers  # noqa: E402
 
 project = "Attention, Step by Step"
 author = "The authors of Attention, Step by Step"
