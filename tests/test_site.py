@@ -148,3 +148,18 @@ def test_a_phone_shows_code_inside_its_block(site, browser):
         assert page.locator("nav.bd-docs-nav a", has_text="I am happy").first.is_visible()
     context.close()
     assert offsite == []
+
+
+def test_launch_buttons_appear_once_the_repository_is_named(monkeypatch):
+    import runpy
+
+    import navigation
+
+    conf = ROOT / "tools" / "site" / "conf.py"
+    monkeypatch.setattr(navigation, "REPOSITORY", None)
+    assert "launch_buttons" not in runpy.run_path(str(conf))["html_theme_options"]
+    monkeypatch.setattr(navigation, "REPOSITORY", "owner/name")
+    options = runpy.run_path(str(conf))["html_theme_options"]
+    assert options["repository_url"] == "https://github.com/owner/name"
+    assert options["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
