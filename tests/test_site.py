@@ -163,3 +163,34 @@ def test_launch_buttons_appear_once_the_repository_is_named(monkeypatch):
     assert options["repository_url"] == "https://github.com/owner/name"
     assert options["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+
+
+def test_no_link_of_the_site_leads_nowhere(site):
+    """Every relative link reaches a file, and its #anchor an id of that page (Jupyter's anchors included)."""
+    import html
+    import re
+    from urllib.parse import unquote
+
+    pages = [p for p in site.rglob("*.html") if "_static" not in p.parts]
+    ids = {p.resolve(): set(re.findall(r'id="([^"]+)"', p.read_text(encoding="utf-8"))) for p in pages}
+    bad = []
+    for p in pages:
+        for href in re.findall(r'href="([^"]+)"', p.read_text(encoding="utf-8")):
+            href = html.unescape(href).split("?")[0]
+            if re.match(r"[a-z][a-z0-9+.-]*:", href):
+                continue
+            path, _, anchor = href.partition("#")
+            target = (p.parent / unquote(path)).resolve() if path else p.resolve()
+            if not target.exists() or (anchor and target.suffix == ".html" and unquote(anchor) not in ids[target]):
+                bad.append(f"{p.relative_to(site)}: {href}")
+    assert bad == [], bad[:20]
+
+
+def test_a_jupyter_anchor_is_added_and_a_dead_same_page_link_unwrapped():
+    page = ('<h2>Explore it<a class="headerlink" href="#explore-it">#</a></h2>'
+            '<a class="reference internal" href="#CITATION.cff">the citation</a>'
+            '<a class="reference internal" href="#explore-it">up</a>')
+    fixed = site_build.fix_page(page)
+    assert '<span id="Explore-it"></span>' in fixed
+    assert "the citation" in fixed and 'href="#CITATION.cff"' not in fixed
+    assert 'href="#explore-it">up</a>' in fixed

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import html
 import os
 import re
 import shutil
@@ -153,10 +154,43 @@ MISNAMED = re.compile(r'(<button class="btn search-button-field[^>]*?) aria-labe
                       r'|(<summary) aria-label="Toggle hidden content"')
 
 
+HEADING = re.compile(r'<h([1-6])>(.*?)(<a class="headerlink")', re.DOTALL)
+ID = re.compile(r'\bid="([^"]+)"')
+SAME_PAGE_LINK = re.compile(r'<a class="reference internal" href="#([^"]+)">(.*?)</a>', re.DOTALL)
+
+
+def jupyter_anchor(heading_html: str) -> str:
+    """The anchor JupyterLab gives a heading: its text with each space a hyphen."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", heading_html)).strip()
+    return text.replace(" ", "-")
+
+
+def fix_page(text: str) -> str:
+    """A built page with its names fixed (MISNAMED), Jupyter's anchors added, dead same-page links unwrapped.
+
+    The notebooks link each other's headings by JupyterLab's anchors (``#Explore-it``); Sphinx's
+    own are lower case (``#explore-it``), so each heading also gets the Jupyter one. A link to a
+    file the site does not publish comes out of MyST as a link to ``#<path>`` on the same page: it
+    keeps its text and loses the link, as on the old site.
+    """
+    text = MISNAMED.sub(lambda m: m.group(1) or m.group(2), text)
+    ids = set(ID.findall(text))
+
+    def heading(m):
+        anchor = jupyter_anchor(m.group(2))
+        if not anchor or anchor in ids:
+            return m.group(0)
+        ids.add(anchor)
+        return f'<h{m.group(1)}><span id="{html.escape(anchor)}"></span>{m.group(2)}{m.group(3)}'
+
+    text = HEADING.sub(heading, text)
+    return SAME_PAGE_LINK.sub(lambda m: m.group(0) if html.unescape(m.group(1)) in ids else m.group(2), text)
+
+
 def fix_names(out: Path) -> None:
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        fixed = MISNAMED.sub(lambda m: m.group(1) or m.group(2), text)
+        fixed = fix_page(text)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
 
