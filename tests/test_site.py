@@ -187,9 +187,9 @@ def test_no_link_of_the_site_leads_nowhere(site):
 
 
 def test_a_jupyter_anchor_is_added_and_a_dead_same_page_link_unwrapped():
-    page = ('<h2>Explore it<a class="headerlink" href="#explore-it">#</a></h2>'
+    page = ('<section id="explore-it"><h2>Explore it<a class="headerlink" href="#explore-it">#</a></h2>'
             '<a class="reference internal" href="#CITATION.cff">the citation</a>'
-            '<a class="reference internal" href="#explore-it">up</a>')
+            '<a class="reference internal" href="#explore-it">up</a></section>')
     fixed = site_build.fix_page(page)
     assert '<span id="Explore-it"></span>' in fixed
     assert "the citation" in fixed and 'href="#CITATION.cff"' not in fixed
