@@ -29,7 +29,7 @@ help:
 	@echo "make test       set up .venv and run the whole suite"
 	@echo "make test-floors  every dependency at its declared floor, oldest Python allowed (build/floors/)"
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
-	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
+	@echo "make site       the course as a book (Sphinx) into build/site/, offline; SOLUTIONS=1 adds solutions"
 	@echo "make notebooks  regenerate navigation, re-execute every notebook, regenerate student notebooks"
 	@echo "make navigation rewrite every generated link from pyproject.toml's [project.urls] Source (no re-execution)"
 	@echo "make mutation   nbval with a softmax 1 % wrong: every notebook must fail"
@@ -129,8 +129,9 @@ slides: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py slides
 	@echo "Open build/slides/index.html in a browser (no server or network needed)."
 
-site: $(VENV)/.installed-publish $(VENDOR)
-	$(THREADS) $(BIN)/python tools/publish.py site
+# The student site by default; SOLUTIONS=1 publishes instructor/solutions/ too
+site: $(VENV)/.installed-publish $(VENV)/.installed-site $(VENDOR)
+	$(THREADS) $(BIN)/python tools/site/build.py $(if $(filter 1,$(SOLUTIONS)),--solutions)
 	@echo "Open build/site/index.html, or serve it: $(BIN)/python -m http.server -d build/site"
 
 # nbval against a softmax that is 1 % wrong: every notebook must fail (a few minutes)

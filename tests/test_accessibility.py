@@ -106,8 +106,11 @@ def builds(tmp_path_factory):
     sys.path.insert(0, str(ROOT / "tools"))
     import publish
 
+    sys.path.insert(0, str(ROOT / "tools" / "site"))
+    import build as site_build  # the book (tools/site/build.py), with the solutions' pages too
+
     site = tmp_path_factory.mktemp("a11y-site")
-    publish.build_site(site)
+    site_build.build(site, with_solutions=True, stage_dir=tmp_path_factory.mktemp("a11y-site-src"))
     slides = tmp_path_factory.mktemp("a11y-slides")
     decks = publish.build_slides(None, slides)
     return site, slides, decks

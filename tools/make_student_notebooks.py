@@ -12,7 +12,9 @@ set-up and check cells, the ``colab-install`` cell, navigation, metadata) is
 kept as it is, except the "Open in Colab" link of the top navigation cell: it
 points at the student version itself, the one a student opens (the solution
 version links itself; tools/navigation.py writes both the link and the install
-cell into the solution notebooks, and this script reuses its code). The result
+cell into the solution notebooks, and this script only moves that link from
+``instructor/solutions/`` to ``exercises/student/``: it imports nothing of
+navigation.py, which imports this module to write the students with the solutions). The result
 depends only on the solution notebook: kept cells keep their ids and an answer
 cell's id is the solution cell's id plus ``-answer``, so running the script
 twice gives the same files. A student notebook with no solution notebook is
@@ -22,6 +24,7 @@ reported as stale by ``--check`` and deleted otherwise.
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -29,10 +32,13 @@ import nbformat
 from nbformat.v4 import new_code_cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import navigation  # noqa: E402  (tools/navigation.py: the Colab link)
 import slim_notebooks  # noqa: E402  (tools/slim_notebooks.py: no Python version stored)
 
 ROOT = Path(__file__).resolve().parent.parent
+NAV_TAG = "navigation"  # tools/navigation.py's NAV_TAG: the top navigation cell
+# The solution's "Open in Colab" link (tools/navigation.py writes it, once the repository is named)
+SOLUTION_COLAB = re.compile(r"(\[Open in Colab\]\(https://colab\.research\.google\.com/github/[^)]*?/)"
+                            r"instructor/solutions/(?P<name>[^)/]+)\)")
 SOLUTIONS = ROOT / "instructor" / "solutions"
 STUDENT = ROOT / "exercises" / "student"
 SOLUTION_TAG = "solution"
@@ -75,8 +81,8 @@ def student_version(nb, name: str | None = None):
     nb.cells = cells
     nb.metadata.pop("widgets", None)
     slim_notebooks.slim(nb)  # outputs are gone; this drops the Python version, should the solution hold one
-    if name is not None and len(cells) > 1 and navigation.NAV_TAG in _tags(cells[1]):
-        cells[1].source = navigation.set_colab_link(cells[1].source, name, "exercises/student")
+    if name is not None and len(cells) > 1 and NAV_TAG in _tags(cells[1]):
+        cells[1].source = SOLUTION_COLAB.sub(lambda m: f"{m.group(1)}exercises/student/{name})", cells[1].source)
     nbformat.validate(nb)
     return nb
 
