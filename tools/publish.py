@@ -131,32 +131,76 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
     nb = nbformat.read(path, as_version=4)
     if not has_widgets(nb):
         return nb
+    return executed(path, cache=cache)
+
+
+# The media a deck can be built from (helpers/style.py): "slide" re-runs every notebook with
+# ATTENTION_MEDIUM=slide, so that each figure is drawn for the slide; "notebook" re-runs it as the
+# notebook page draws it, recording its text sizes (to measure the decks as they were); "stored"
+# shows the stored outputs (a notebook with widgets is still re-run, for their state).
+MEDIA = ("slide", "notebook", "stored")
+
+
+def executed(path: Path, *, cache: Path = EXECUTED, medium: str = "notebook"):
+    """``path`` run top to bottom in a fresh kernel, on a copy, drawing for ``medium``; cached while unchanged.
+
+    The widgets' state is recorded. In the "slide" medium the kernel has
+    ``ATTENTION_MEDIUM=slide``; every run records its figures' text sizes
+    (``ATTENTION_CAP_PX=1``, helpers/figures.py). The copy is cached in ``cache``
+    (the slide medium's in ``cache/slide/``), keyed by the notebook and ``helpers/``.
+    """
     from nbclient import NotebookClient
 
+    nb = nbformat.read(path, as_version=4)
     rel = path.resolve().relative_to(ROOT)
-    cached = cache / rel
+    folder = cache / "slide" if medium == "slide" else cache
+    cached = folder / rel
     key = cached.with_suffix(".key")
-    fingerprint = _fingerprint(path)
+    fingerprint = _fingerprint(path) + (f"-{medium}-caps" if medium == "slide" else "")
     if cached.exists() and key.exists() and key.read_text() == fingerprint:
         return nbformat.read(cached, as_version=4)
     _kernel_environment()
-    print(f"publish: running {rel} to record its widgets", flush=True)
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=900,
-        record_timing=False,
-        coalesce_streams=True,
-        store_widget_state=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
-    if WIDGET_STATE not in nb.metadata.get("widgets", {}):
+    print(f"publish: running {rel} ({medium} medium)", flush=True)
+    saved = {var: os.environ.get(var) for var in ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")}
+    os.environ["ATTENTION_MEDIUM"] = "slide" if medium == "slide" else "notebook"
+    os.environ["ATTENTION_CAP_PX"] = "1"
+    try:
+        client = NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=900,
+            record_timing=False,
+            coalesce_streams=True,
+            store_widget_state=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        client.execute()
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+    if has_widgets(nb) and WIDGET_STATE not in nb.metadata.get("widgets", {}):
         raise RuntimeError(f"{rel}: the run recorded no widget state")
     cached.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, cached)
     key.write_text(fingerprint)
     return nb
+
+
+def _run_all(paths: list[Path], medium: str) -> dict[Path, object]:
+    """Every notebook of ``paths`` executed for ``medium``, two kernels at a time (the machine's cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if medium == "stored":
+        return {path: with_widget_state(path) for path in paths}
+    workers = max(1, min(int(os.environ.get("PUBLISH_KERNELS", "2")), len(paths)))
+    # the slowest first, so that the two kernels end together (sizes as a proxy for run time)
+    order = sorted(paths, key=lambda p: -p.stat().st_size)
+    with ThreadPoolExecutor(workers) as pool:
+        runs = dict(zip(order, pool.map(lambda p: executed(p, medium=medium), order)))
+    return {path: runs[path] for path in paths}
 
 
 # ---------------------------------------------------------------------------
@@ -184,7 +228,11 @@ def figure_alt(nb):
                 continue
             alt, png = found
             output.data.setdefault("image/png", png)
-            output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
+            meta = output.setdefault("metadata", {}).setdefault("image/png", {})
+            meta["alt"] = alt
+            caps = slim_notebooks.DESCRIBED_FIGURE.match(slim_notebooks._text(output.data["text/html"]))
+            if caps and caps.group("caps"):
+                meta["cap_px"] = caps.group("caps")  # its texts' cap heights, PNG pixels (helpers/style.py)
             del output.data["text/html"]
     return nb
 
@@ -342,8 +390,14 @@ def deck_name(path: Path) -> str:
     return path.stem + ".slides.html"
 
 
-def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") -> list[Path]:
-    """One reveal.js deck per walkthrough notebook, plus an index.html listing them."""
+def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides", *, medium: str = "slide") -> list[Path]:
+    """One reveal.js deck per walkthrough notebook, plus an index.html listing them.
+
+    ``medium`` (:data:`MEDIA`): "slide", the default, re-runs each notebook with every
+    figure drawn for the slide (helpers/style.py); the stored notebooks do not change.
+    """
+    if medium not in MEDIA:
+        raise ValueError(f"medium must be one of {MEDIA}, not {medium!r}")
     whole = not paths  # a full build also removes the decks of notebooks that no longer exist
     paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
@@ -355,8 +409,9 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     static = "_static"  # every deck sits next to the _static/ folder
     exporter = slides_exporter(static)
     built, items = [], []
+    runs = _run_all(paths, medium)
     for path in paths:
-        nb = deck_notebook(with_widget_state(path))
+        nb = deck_notebook(runs[path])
         body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static, "index.html"))
 
         def relink(m, decks=decks):
@@ -550,9 +605,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=["slides", "site"])
     parser.add_argument("notebooks", nargs="*", type=Path, help="only these notebooks (default: all)")
     parser.add_argument("--out", type=Path, help="the output folder (default build/slides or build/site)")
+    parser.add_argument("--medium", choices=MEDIA, default="slide",
+                        help="slides: draw the figures for the slide (default), the notebook page, or as stored")
     args = parser.parse_args(argv)
     if args.what == "slides":
-        built = build_slides(args.notebooks or None, args.out or BUILD / "slides")
+        built = build_slides(args.notebooks or None, args.out or BUILD / "slides", medium=args.medium)
     else:
         built = build_site(args.out or BUILD / "site", args.notebooks or None)
     print(f"publish: {len(built)} pages in {(args.out or BUILD / args.what)}")
