@@ -141,29 +141,31 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
 MEDIA = ("slide", "notebook", "stored")
 
 
-def executed(path: Path, *, cache: Path = EXECUTED, medium: str = "notebook"):
+def executed(path: Path, *, cache: Path = EXECUTED, medium: str | None = None):
     """``path`` run top to bottom in a fresh kernel, on a copy, drawing for ``medium``; cached while unchanged.
 
     The widgets' state is recorded. In the "slide" medium the kernel has
-    ``ATTENTION_MEDIUM=slide``; every run records its figures' text sizes
-    (``ATTENTION_CAP_PX=1``, helpers/figures.py). The copy is cached in ``cache``
-    (the slide medium's in ``cache/slide/``), keyed by the notebook and ``helpers/``.
+    ``ATTENTION_MEDIUM=slide``; a run for a medium records its figures' text sizes
+    (``ATTENTION_CAP_PX=1``, helpers/figures.py); ``medium=None`` runs the notebook
+    as it is (the site's and the stored decks' widget state). The copy is cached in
+    ``cache`` (a medium's in ``cache/<medium>/``), keyed by the notebook and ``helpers/``.
     """
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     rel = path.resolve().relative_to(ROOT)
-    folder = cache / "slide" if medium == "slide" else cache
+    folder = cache / medium if medium else cache
     cached = folder / rel
     key = cached.with_suffix(".key")
-    fingerprint = _fingerprint(path) + (f"-{medium}-caps" if medium == "slide" else "")
+    fingerprint = _fingerprint(path) + (f"-{medium}" if medium else "")
     if cached.exists() and key.exists() and key.read_text() == fingerprint:
         return nbformat.read(cached, as_version=4)
     _kernel_environment()
-    print(f"publish: running {rel} ({medium} medium)", flush=True)
+    print(f"publish: running {rel}" + (f" ({medium} medium)" if medium else " to record its widgets"), flush=True)
     saved = {var: os.environ.get(var) for var in ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")}
-    os.environ["ATTENTION_MEDIUM"] = "slide" if medium == "slide" else "notebook"
-    os.environ["ATTENTION_CAP_PX"] = "1"
+    if medium:
+        os.environ["ATTENTION_MEDIUM"] = medium
+        os.environ["ATTENTION_CAP_PX"] = "1"
     try:
         client = NotebookClient(
             nb,
