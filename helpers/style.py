@@ -40,10 +40,12 @@ __all__ = ["MEDIA", "current", "medium", "is_slide", "fit_for_slide", "cap_heigh
 
 MEDIA = ("notebook", "slide")
 ENVIRONMENT = "ATTENTION_MEDIUM"
-# The slide's picture area: reveal.js draws the decks at 1100 x 760 and shows a picture up to
-# 560 px tall (web/templates/slides); a 16:9 picture of 995 x 560 px is 9.95 x 5.6 in at 100 dpi.
+# The slide's picture area: reveal.js draws the decks at 1100 x 760; a slide with a heading and a
+# line of prose leaves about 880 x 500 px for its picture. A 16:9 picture of 880 x 495 px is
+# 8.8 x 4.95 in at 100 dpi; where a slide leaves more room the deck grows it (never shrinks it
+# below its own size unless the slide would overflow: web/templates/slides).
 SLIDE_DPI = 100
-SLIDE_SIZE_IN = (9.95, 5.6)
+SLIDE_SIZE_IN = (8.8, 4.95)
 # A 1100 x 760 deck on a 1280 x 720 screen is scaled by 720 / 760 = 0.947: a text of 14 pt at
 # 100 dpi is 19.4 px, its cap height (DejaVu Sans: 0.73 em) 14.2 px in the PNG, 13.4 px on screen.
 SLIDE_MIN_PT = 14.0
