@@ -3,8 +3,15 @@
     python tools/publish.py slides [NOTEBOOK ...]   reveal.js decks into build/slides/
     python tools/publish.py site                    the whole collection as HTML into build/site/
 
-Both read the notebooks as stored (their saved outputs are what is shown).
-A notebook whose outputs hold a widget is first run once more in a fresh
+The site reads the notebooks as stored (their saved outputs are what is shown).
+The decks are built from a slide rendering (``--medium slide``, the default): each
+notebook is run once more, on a copy, with ``ATTENTION_MEDIUM=slide``, so that every
+figure is drawn for the slide (helpers/style.py: 16:9, text at least 14 pt) and its
+``<img>`` carries its texts' cap heights for tools/deck_report.py; two kernels run at
+a time, and ``make slides`` takes about 3 minutes on a shared 2-core machine
+(``--medium stored`` shows the stored outputs, ``--medium notebook`` re-runs them as
+the notebook page draws them, for a comparison). For the site,
+a notebook whose outputs hold a widget is first run once more in a fresh
 kernel, on a copy, to record the widgets' state, which ``make notebooks``
 leaves out of the stored files so that they re-run without a diff. The copies
 are cached in ``build/executed/`` and reused while the notebook and ``helpers/``
