@@ -178,7 +178,13 @@ def figure_html(fig):
         style.fit_for_slide(fig)
     if style.is_slide() or os.environ.get("ATTENTION_CAP_PX") == "1":
         caps = style.cap_heights(fig)
-    png = print_figure(fig, "png", bbox_inches="tight")
+    try:
+        png = print_figure(fig, "png", bbox_inches="tight")
+    except ZeroDivisionError:  # constrained layout could not solve the slide's size: place the axes as drawn
+        if not style.is_slide():
+            raise
+        fig.set_layout_engine("none")
+        png = print_figure(fig, "png", bbox_inches="tight")
     if not png:  # a figure with nothing drawn: the inline backend shows nothing either
         return None
     return img_html(base64.b64encode(png).decode("ascii"), text, caps)

@@ -167,6 +167,13 @@ def fit_for_slide(fig):
         fig.set_size_inches(width, height, forward=False)
     engine = fig.get_layout_engine()
     if engine is None and fig.axes and all(ax.get_subplotspec() is not None for ax in fig.axes):
-        with contextlib.suppress(Exception):
+        try:
             fig.set_layout_engine("constrained")
+            fig.canvas.draw()
+        except Exception:  # a grid constrained layout cannot solve (a zero-height row): placed as drawn
+            fig.set_layout_engine("none")
+    try:
+        fig.canvas.draw()
+    except Exception:  # the layout engine the figure came with cannot solve the slide's size
+        fig.set_layout_engine("none")
     return fig

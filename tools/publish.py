@@ -192,6 +192,11 @@ def executed(path: Path, *, cache: Path = EXECUTED, medium: str | None = None):
                 os.environ[var] = value
     if has_widgets(nb) and WIDGET_STATE not in nb.metadata.get("widgets", {}):
         raise RuntimeError(f"{rel}: the run recorded no widget state")
+    # a figure that fails to draw (in the display formatter) is an error output, not an exception
+    failed = [i for i, cell in enumerate(nb.cells) if "raises-exception" not in slide_metadata._tags(cell)
+              and any(o.get("output_type") == "error" for o in cell.get("outputs", []))]
+    if failed:
+        raise RuntimeError(f"{rel}: cells {failed} failed in the {medium or 'stored'} run")
     cached.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, cached)
     key.write_text(fingerprint)
