@@ -3,8 +3,9 @@
 One figure, two media. Every helper and every notebook draws its figure once, for
 the notebook page (what the stored notebooks hold and nbval checks). When the
 figure is displayed in the *slide* medium, :func:`fit_for_slide` redraws the same
-figure, from the same artists, for a projected slide: a 16:9 canvas that fills the
-slide's picture area, and every text in it (titles, axis labels, tick labels,
+figure, from the same artists, for a projected slide: its canvas at most the slide's
+picture area (16:9, 880 x 495 px; the deck grows it into the room its slide leaves),
+and every text in it (titles, axis labels, tick labels,
 numbers in cells) at least :data:`SLIDE_MIN_PT` points, so that its cap height is
 about 13 px on a 1280 x 720 screen. No second copy of a figure's code exists.
 
@@ -158,13 +159,14 @@ def fit_for_slide(fig):
             ticks = axis.get_major_ticks()
             if ticks:
                 ax.tick_params(axis=which, which="both", labelsize=_slide_size(ticks[0].label1.get_fontsize(), smallest))
-    # 16:9, as large as the slide's picture area; a tall figure keeps its height and grows wider
+    # The canvas keeps the figure's own shape and size, at most the slide's picture area: the deck grows
+    # a picture into the room its slide leaves (web/templates/slides), so a small canvas with large text
+    # is read larger on the slide, while a canvas made larger than the room would be shrunk, its text
+    # with it (measured: a 16:9 canvas of 880 x 495 px for every figure left 07's small).
     width, height = SLIDE_SIZE_IN
     fig.set_dpi(SLIDE_DPI)
-    if old_w / old_h < 1.0:  # a tall picture (a column of panels) would be squashed flat: keep its shape
-        fig.set_size_inches(height * old_w / old_h, height, forward=False)
-    else:
-        fig.set_size_inches(width, height, forward=False)
+    shrink = min(1.0, width / old_w, height / old_h)
+    fig.set_size_inches(old_w * shrink, old_h * shrink, forward=False)
     engine = fig.get_layout_engine()
     if engine is None and fig.axes and all(ax.get_subplotspec() is not None for ax in fig.axes):
         try:
