@@ -176,7 +176,7 @@ MEASURE_JS = """async () => {
             if (img.closest('aside.notes') || !img.naturalWidth) continue;
             const r = img.getBoundingClientRect();
             if (r.width / scale <= 120 || r.height / scale <= 80) continue;
-            const caps = (img.dataset.capPx || '').split(/\s+/).filter(Boolean).map(Number).sort((a, b) => a - b);
+            const caps = (img.dataset.capPx || '').split(/\\s+/).filter(Boolean).map(Number).sort((a, b) => a - b);
             const shownAt = r.width / scale / img.naturalWidth * toScreen;
             if (!caps.length) { figureText.push({measured: false}); continue; }
             const px = caps.map((c) => c * shownAt);
