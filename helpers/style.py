@@ -158,7 +158,8 @@ def fit_for_slide(fig):
         for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             ticks = axis.get_major_ticks()
             if ticks:
-                ax.tick_params(axis=which, which="both", labelsize=_slide_size(ticks[0].label1.get_fontsize(), smallest))
+                size = _slide_size(ticks[0].label1.get_fontsize(), smallest)
+                ax.tick_params(axis=which, which="both", labelsize=size)
     # The canvas keeps the figure's own shape and size, at most the slide's picture area: the deck grows
     # a picture into the room its slide leaves (web/templates/slides), so a small canvas with large text
     # is read larger on the slide, while a canvas made larger than the room would be shrunk, its text

@@ -228,7 +228,10 @@ def test_the_live_deck_is_drawn_at_the_hall_size_and_esc_gives_the_keys_back(ris
     path = LIVE_DECKS[deck]
     first_line = explorer_cell(path)
     errors, missing = [], []
-    on_console = lambda m: errors.append(f"{m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber')})") if m.type == "error" else None  # noqa: E731
+    def on_console(message):
+        if message.type == "error":
+            errors.append(f"{message.text} ({message.location.get('url', '')})")
+
     on_response = lambda r: missing.append(f"{r.status} {r.url}") if r.status >= 400 else None  # noqa: E731
     page.on("console", on_console)
     page.on("response", on_response)
@@ -272,7 +275,8 @@ def test_the_live_deck_is_drawn_at_the_hall_size_and_esc_gives_the_keys_back(ris
         where = _slide_text(page)[:200]
         page.keyboard.press("Escape")
         page.wait_for_timeout(300)
-        assert page.evaluate("() => !document.activeElement.closest('[role=\"slider\"]')"), "Esc left the slider focused"
+        unfocused = page.evaluate("() => !document.activeElement.closest('[role=\"slider\"]')")
+        assert unfocused, "Esc left the slider focused"
         page.keyboard.press("ArrowRight")
         page.wait_for_timeout(800)
         assert handle.get_attribute("aria-valuenow") == value, f"{path}: after Esc ArrowRight still moved the slider"

@@ -189,7 +189,8 @@ MEASURE_JS = """async () => {
         const noteTex = [...slide.querySelectorAll('aside.notes')].filter((e) => e.querySelector('mjx-container')
             || texMarks.some((m) => e.textContent.includes(m))).length;
         slides.push({
-            figure_text: figureText, prose_px: prosePx, code_px: codePx, code_sources: codeSources, wrapped_code_lines: wrappedCode,
+            figure_text: figureText, prose_px: prosePx, code_px: codePx, code_sources: codeSources,
+            wrapped_code_lines: wrappedCode,
             screen_code_lines: screenCode, broken_words: brokenWords, picture, notes_tex: noteTex,
             number: n + 1, h: at.h, v: at.v || 0, title: text, upper_headings: upper,
             height: Math.round(tall), overflow: Math.round(tall - height),
