@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import base64
 import html
+import os
+
+from . import style
 
 __all__ = ["describe", "description", "add_panel", "show", "figure_html", "img_html", "HTML_CLASS", "register",
            "matrix_text", "number", "token_list"]
@@ -158,26 +161,48 @@ def figure_html(fig):
     """``<img alt=... src=data:...>`` of ``fig`` when it has a description, else None.
 
     The PNG is drawn as the inline backend draws it (``bbox_inches="tight"``).
+
+    In the slide medium (helpers/style.py) the figure is first redrawn for a slide
+    (:func:`style.fit_for_slide`), and the ``<img>`` carries the cap height of each of
+    its texts in the PNG's pixels (``data-cap-px``), which tools/deck_report.py measures.
+    ``ATTENTION_CAP_PX=1`` records them for a notebook-medium figure too (the
+    notebook's stored outputs never have them).
     """
     text = description(fig)
     if text is None:
         return None
     from IPython.core.pylabtools import print_figure
 
-    png = print_figure(fig, "png", bbox_inches="tight")
+    caps = None
+    if style.is_slide():
+        style.fit_for_slide(fig)
+    if style.is_slide() or os.environ.get("ATTENTION_CAP_PX") == "1":
+        caps = style.cap_heights(fig)
+    try:
+        png = print_figure(fig, "png", bbox_inches="tight")
+    except ZeroDivisionError:  # constrained layout could not solve the slide's size: place the axes as drawn
+        if not style.is_slide():
+            raise
+        fig.set_layout_engine("none")
+        png = print_figure(fig, "png", bbox_inches="tight")
     if not png:  # a figure with nothing drawn: the inline backend shows nothing either
         return None
-    return img_html(base64.b64encode(png).decode("ascii"), text)
+    return img_html(base64.b64encode(png).decode("ascii"), text, caps)
 
 
-def img_html(png_base64, text):
+def img_html(png_base64, text, caps=None):
     """``<img class="described-figure" alt=text src=data:...>`` for a base64 PNG.
+
+    ``caps``, when given, is the list of the picture's text cap heights (PNG pixels),
+    written as ``data-cap-px="7.3 9.1 ..."`` after the ``src``.
 
     The base64 text's slashes are written as ``&#47;`` (the browser reads them back as
     ``/``), so no run of it looks like a file path to a reader of the stored notebook.
     """
     data = str(png_base64).replace("/", "&#47;")
-    return f'<img class="{HTML_CLASS}" alt="{html.escape(str(text), quote=True)}" src="data:image/png;base64,{data}">'
+    extra = "" if caps is None else ' data-cap-px="' + " ".join(f"{c:g}" for c in caps) + '"'
+    return (f'<img class="{HTML_CLASS}" alt="{html.escape(str(text), quote=True)}" '
+            f'src="data:image/png;base64,{data}"{extra}>')
 
 
 class _UnlessDescribed:
@@ -193,6 +218,8 @@ class _UnlessDescribed:
     def __call__(self, fig):
         if description(fig) is not None:
             return None
+        if style.is_slide():
+            style.fit_for_slide(fig)
         return self.printer(fig)
 
 

@@ -192,6 +192,14 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
                                 + ", ".join(map(name, report.wrapped)))
     assert not report.show_only, (f"{source.stem}: a slide whose only code is figures.show(...): "
                                   + ", ".join(map(name, report.show_only)))
+    # pictures drawn for the hall (issue 32): the text inside each picture, read from the figure's own
+    # text artists (helpers/style.py) x the scale the deck shows it at, on a 1280 x 720 screen
+    assert report.pictures_measured, f"{source.stem}: no picture carries its text sizes (drawn for the slide?)"
+    assert not report.small_figure_text, (
+        f"{source.stem}: figure text under {deck_report.MIN_FIGURE_CAP_PX} px cap (median under "
+        f"{deck_report.MIN_FIGURE_MEDIAN_CAP_PX}): " + ", ".join(
+            f"{name(s)} " + " ".join(f"{p['smallest']:g}/{p['median']:g}" for p in s["figure_text"] if p["measured"])
+            for s in report.small_figure_text))
 
 
 @pytest.mark.browser

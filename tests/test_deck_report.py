@@ -82,3 +82,18 @@ def test_pictures_and_notes_are_shares_of_the_deck():
     assert not [p for p in enough.problems() if "picture" in p]
     few_notes = _report(*[_slide(number=i, notes=i < 4) for i in range(9)])  # 4 of 9
     assert [p for p in few_notes.problems() if "notes on 4 of 9" in p]
+
+
+def test_figure_text_under_the_hall_limits_names_the_slide():
+    def picture(smallest, median):
+        return dict(measured=True, smallest=smallest, median=median, texts=10, shown=1.0)
+
+    good = _slide(figure_text=[picture(13.4, 15.0)])
+    tiny_median = _slide(number=2, title="tiny median", figure_text=[picture(10.0, 12.0)])
+    tiny_text = _slide(number=3, title="tiny text", figure_text=[picture(8.5, 14.0)])
+    report = _report(good, tiny_median, tiny_text)
+    found = [p for p in report.problems() if "figure text" in p]
+    assert len(found) == 2 and "tiny median" in found[0] and "tiny text" in found[1], found
+    assert report.figure_text_summary() == (8.5, 14.0)
+    assert _report(good).problems() == []
+    assert _report(_slide(figure_text=[dict(measured=False)])).figure_text_summary() is None

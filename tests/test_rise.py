@@ -215,6 +215,92 @@ def test_an_explorer_in_the_middle_of_a_deck_runs_and_takes_the_arrow_keys(rise_
     assert after == before, f"{path} changed on disk while it was presented"
 
 
+HALL = {"width": 1280, "height": 720}  # a 16:9 projector
+
+
+@pytest.mark.parametrize("deck", sorted(LIVE_DECKS))
+def test_the_live_deck_is_drawn_at_the_hall_size_and_esc_gives_the_keys_back(rise_page, deck):
+    """Issue 32, item 6: on a 1280 x 720 screen the live deck loads notebooks/rise.css (no 404, no
+    console error), prose is at least 3 % of the screen's height, no heading is upper-cased, the
+    explorer's picture is on the screen with its controls, and Esc on a focused slider gives the
+    arrow keys and Space back to the deck."""
+    page = rise_page
+    path = LIVE_DECKS[deck]
+    first_line = explorer_cell(path)
+    errors, missing = [], []
+    def on_console(message):
+        if message.type == "error":
+            errors.append(f"{message.text} ({message.location.get('url', '')})")
+
+    on_response = lambda r: missing.append(f"{r.status} {r.url}") if r.status >= 400 else None  # noqa: E731
+    page.on("console", on_console)
+    page.on("response", on_response)
+    page.set_viewport_size(HALL)
+    try:
+        page.goto(page.server.url(f"/rise/{path}"))
+        page.wait_for_selector(".reveal.ready")
+        page.wait_for_timeout(3000)
+        styled = page.evaluate("""() => [...document.styleSheets].some((s) => s.href
+            && s.href.endsWith('/notebooks/rise.css') && s.cssRules.length > 0)""")
+        assert styled, "the presenter did not load notebooks/rise.css"
+        sizes = page.evaluate("""() => {
+            const shown = (e) => e.getBoundingClientRect().height > 0;
+            const prose = [...document.querySelectorAll('.reveal .slides .jp-RenderedHTMLCommon p')].filter(shown)
+                .map((e) => parseFloat(getComputedStyle(e).fontSize));
+            const upper = [...document.querySelectorAll('.reveal .slides h1, .reveal .slides h2, .reveal .slides h3')]
+                .filter((e) => getComputedStyle(e).textTransform !== 'none').map((e) => e.textContent);
+            return {prose: Math.min(...prose), upper};
+        }""")
+        assert sizes["prose"] >= 0.03 * HALL["height"], f"{path}: live prose at {sizes['prose']} px"
+        assert not sizes["upper"], f"{path}: headings upper-cased live: {sizes['upper'][:3]}"
+        assert _go_to(page, first_line), f"{path}: no slide shows {first_line!r}"
+        cell = page.locator(".jp-CodeCell", has_text=first_line).last
+        cell.locator(".cm-content").first.click()
+        page.keyboard.press("Shift+Enter")
+        handle = cell.locator(".noUi-handle").first
+        handle.wait_for(state="attached", timeout=TIMEOUT_MS)
+        image = cell.locator(".jupyter-widgets img").first
+        image.wait_for(state="attached", timeout=TIMEOUT_MS)
+        assert _go_to(page, first_line, key="Shift+Space"), "could not go back to the explorer's slide"
+        page.wait_for_timeout(1000)
+        box = image.evaluate("(img) => { const r = img.getBoundingClientRect(); return {top: r.top, bottom: r.bottom,"
+                             " height: r.height}; }")
+        assert box["height"] > 150 and box["top"] >= 0 and box["bottom"] <= HALL["height"], (
+            f"{path}: the explorer's picture is not on a 720 px screen: {box}")
+        # Esc on a focused slider: the deck has its keys again (ArrowRight moves on, not the slider)
+        handle.focus()
+        handle.press("ArrowRight")
+        page.wait_for_timeout(300)
+        value = handle.get_attribute("aria-valuenow")
+        where = _slide_text(page)[:200]
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(300)
+        unfocused = page.evaluate("() => !document.activeElement.closest('[role=\"slider\"]')")
+        assert unfocused, "Esc left the slider focused"
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(800)
+        assert handle.get_attribute("aria-valuenow") == value, f"{path}: after Esc ArrowRight still moved the slider"
+        moved = _slide_text(page)[:200] != where
+        if not moved:
+            page.keyboard.press("Space")
+            page.wait_for_timeout(800)
+        assert _slide_text(page)[:200] != where, f"{path}: after Esc neither ArrowRight nor Space moved the deck"
+        assert not missing, f"{path}: requests that failed: {missing[:5]}"
+        # jupyterlab-rise 0.43.1's presenter logs "RangeError: Maximum call stack size exceeded" from
+        # its bundled @microsoft/fast-foundation (the web components of JupyterLab's toolkit) while a deck
+        # loads; nothing here causes or cures it (issue 32 asks for none): every other error fails the
+        # test, and while that one is logged the test is reported as an expected failure, not a pass
+        known = "Maximum call stack size exceeded"
+        other = [e for e in errors if known not in e]
+        assert not other, f"{path}: {len(other)} console errors, e.g. {other[:3]}"
+        if errors:
+            pytest.xfail(f"{path}: {len(errors)} console errors of the presenter's bundle: {known}")
+    finally:
+        page.remove_listener("console", on_console)
+        page.remove_listener("response", on_response)
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
 def _bound_names(tree):
     """Names a cell binds: imports, assignments, defs, loop targets."""
     import ast

@@ -45,6 +45,10 @@ MIN_PROSE_PX = 26
 MIN_CODE_PX = 24
 MIN_PICTURE_SHARE = 0.40
 MIN_NOTES_SHARE = 0.50
+# Issue 32: the text inside a picture, as cap height on a 1280 x 720 screen: a picture's median text
+# at least 13 px (a back-row reader), nothing under 9 px. Measured from each figure's own text artists.
+MIN_FIGURE_MEDIAN_CAP_PX = 13
+MIN_FIGURE_CAP_PX = 9
 # A code cell that only shows a figure is not worth a line on a slide (issue 24: "the picture is the slide").
 SHOW_ONLY = re.compile(r"(figures\.)?show\(\s*\w+\s*\)")
 TOLERANCE_PX = 2  # sub-pixel rounding of the layout
@@ -163,12 +167,30 @@ MEASURE_JS = """async () => {
             const r = e.getBoundingClientRect();
             return !e.closest('aside.notes, mjx-container') && r.width / scale > 120 && r.height / scale > 80;
         });
+        // figure text (issue 32): each picture's texts' cap heights in its PNG's pixels (data-cap-px, written
+        // by helpers/figures.py from the figure's text artists), times the scale the deck shows the picture at,
+        // times the deck's scale on a 1280 x 720 screen
+        const toScreen = Math.min(1280 / width, 720 / height);
+        const figureText = [];
+        for (const img of slide.querySelectorAll('img')) {
+            if (img.closest('aside.notes') || !img.naturalWidth) continue;
+            const r = img.getBoundingClientRect();
+            if (r.width / scale <= 120 || r.height / scale <= 80) continue;
+            const caps = (img.dataset.capPx || '').split(/\\s+/).filter(Boolean).map(Number).sort((a, b) => a - b);
+            const shownAt = r.width / scale / img.naturalWidth * toScreen;
+            if (!caps.length) { figureText.push({measured: false}); continue; }
+            const px = caps.map((c) => c * shownAt);
+            figureText.push({measured: true, smallest: Math.round(px[0] * 10) / 10,
+                median: Math.round(px[Math.floor((px.length - 1) / 2)] * 10) / 10, texts: px.length,
+                shown: Math.round(shownAt * 1000) / 1000});
+        }
         // speaker notes whose formulas reveal's speaker view leaves blank (it does not typeset TeX)
         const texMarks = ['$', '\\\\(', '\\\\[', '\\\\begin{', '\\\\frac', '\\\\sqrt', '^{', '_{'];
         const noteTex = [...slide.querySelectorAll('aside.notes')].filter((e) => e.querySelector('mjx-container')
             || texMarks.some((m) => e.textContent.includes(m))).length;
         slides.push({
-            prose_px: prosePx, code_px: codePx, code_sources: codeSources, wrapped_code_lines: wrappedCode,
+            figure_text: figureText, prose_px: prosePx, code_px: codePx, code_sources: codeSources,
+            wrapped_code_lines: wrappedCode,
             screen_code_lines: screenCode, broken_words: brokenWords, picture, notes_tex: noteTex,
             number: n + 1, h: at.h, v: at.v || 0, title: text, upper_headings: upper,
             height: Math.round(tall), overflow: Math.round(tall - height),
@@ -230,6 +252,30 @@ class DeckReport:
     @property
     def with_pictures(self) -> list[dict]:
         return [s for s in self.slides if s.get("picture")]
+
+    @property
+    def pictures_measured(self) -> list[dict]:
+        """Every measured picture of the deck (figure_text entries), each with its slide's number."""
+        return [dict(p, slide=s["number"]) for s in self.slides for p in s.get("figure_text", ()) if p["measured"]]
+
+    @property
+    def pictures_unmeasured(self) -> int:
+        return sum(1 for s in self.slides for p in s.get("figure_text", ()) if not p["measured"])
+
+    @property
+    def small_figure_text(self) -> list[dict]:
+        """Slides with a picture whose text is too small: its median under 13 px cap, or any text under 9 px."""
+        return [s for s in self.slides if any(
+            p["measured"] and (p["smallest"] < MIN_FIGURE_CAP_PX or p["median"] < MIN_FIGURE_MEDIAN_CAP_PX)
+            for p in s.get("figure_text", ()))]
+
+    def figure_text_summary(self) -> tuple[float, float] | None:
+        """(smallest text, median of the pictures' medians) in cap px at 1280 x 720, or None without a measure."""
+        pictures = self.pictures_measured
+        if not pictures:
+            return None
+        medians = sorted(p["median"] for p in pictures)
+        return min(p["smallest"] for p in pictures), medians[(len(medians) - 1) // 2]
 
     @property
     def blank_note_formulas(self) -> list[dict]:
@@ -294,6 +340,10 @@ class DeckReport:
         if n and len(self.with_notes) < MIN_NOTES_SHARE * n:
             found.append(f"{self.name}: speaker notes on {len(self.with_notes)} of {n} slides, "
                          f"under {MIN_NOTES_SHARE:.0%}")
+        for s in self.small_figure_text:
+            sizes = ", ".join(f"{p['smallest']:g}/{p['median']:g}" for p in s["figure_text"] if p["measured"])
+            found.append(f"{self.name}: {name(s)}: figure text (smallest/median cap px at 1280x720) {sizes}, "
+                         f"under {MIN_FIGURE_CAP_PX}/{MIN_FIGURE_MEDIAN_CAP_PX}")
         for s in self.blank_note_formulas:
             found.append(f"{self.name}: {name(s)}: notes with TeX, blank in the speaker view (write it in Unicode)")
         for s, lines in self.joined:
@@ -360,12 +410,13 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 def table(reports: list[DeckReport]) -> str:
     lines = [f"{'deck':<24} {'slides':>6} {'prose<26':>8} {'code<24':>7} {'pictures':>8} {'notes':>5}"
              f" {'TeX notes':>9} {'upper':>5} {'; lines':>7} {'wrapped':>7} {'overflow':>8} {'wide':>4}"
-             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4}"]
+             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4} {'fig min/med':>11} {'small fig':>9}"]
     for r in reports:
         lines.append(f"{r.name[:24]:<24} {len(r.slides):>6} {len(r.small_prose):>8} {len(r.small_code):>7}"
                      f" {len(r.with_pictures):>8} {len(r.with_notes):>5} {len(r.blank_note_formulas):>9}"
                      f" {len(r.upper_cased):>5} {sum(n for _, n in r.joined):>7} {len(r.wrapped):>7}"
-                     f" {len(r.overflowing):>8} {len(r.wide):>4} {len(r.wordy):>4} {len(r.long_code):>4}")
+                     f" {len(r.overflowing):>8} {len(r.wide):>4} {len(r.wordy):>4} {len(r.long_code):>4}"
+                     f" {_figure_cell(r):>11} {len(r.small_figure_text):>9}")
     every = reports
     if len(every) > 1:
         lines.append(f"{'all decks':<24} {sum(len(r.slides) for r in every):>6}"
@@ -375,6 +426,11 @@ def table(reports: list[DeckReport]) -> str:
                      f" {sum(n for r in every for _, n in r.joined):>7} {sum(len(r.wrapped) for r in every):>7}"
                      f" {sum(len(r.overflowing) for r in every):>8}")
     return "\n".join(lines)
+
+
+def _figure_cell(r: DeckReport) -> str:
+    summary = r.figure_text_summary()
+    return "-" if summary is None else f"{summary[0]:.1f}/{summary[1]:.1f}"
 
 
 def report(reports: list[DeckReport]) -> str:

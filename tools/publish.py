@@ -3,8 +3,15 @@
     python tools/publish.py slides [NOTEBOOK ...]   reveal.js decks into build/slides/
     python tools/publish.py site                    the whole collection as HTML into build/site/
 
-Both read the notebooks as stored (their saved outputs are what is shown).
-A notebook whose outputs hold a widget is first run once more in a fresh
+The site reads the notebooks as stored (their saved outputs are what is shown).
+The decks are built from a slide rendering (``--medium slide``, the default): each
+notebook is run once more, on a copy, with ``ATTENTION_MEDIUM=slide``, so that every
+figure is drawn for the slide (helpers/style.py: 16:9, text at least 14 pt) and its
+``<img>`` carries its texts' cap heights for tools/deck_report.py; two kernels run at
+a time, and ``make slides`` takes about 3 minutes on a shared 2-core machine
+(``--medium stored`` shows the stored outputs, ``--medium notebook`` re-runs them as
+the notebook page draws them, for a comparison). For the site,
+a notebook whose outputs hold a widget is first run once more in a fresh
 kernel, on a copy, to record the widgets' state, which ``make notebooks``
 leaves out of the stored files so that they re-run without a diff. The copies
 are cached in ``build/executed/`` and reused while the notebook and ``helpers/``
@@ -131,32 +138,83 @@ def with_widget_state(path: Path, *, cache: Path = EXECUTED):
     nb = nbformat.read(path, as_version=4)
     if not has_widgets(nb):
         return nb
+    return executed(path, cache=cache)
+
+
+# The media a deck can be built from (helpers/style.py): "slide" re-runs every notebook with
+# ATTENTION_MEDIUM=slide, so that each figure is drawn for the slide; "notebook" re-runs it as the
+# notebook page draws it, recording its text sizes (to measure the decks as they were); "stored"
+# shows the stored outputs (a notebook with widgets is still re-run, for their state).
+MEDIA = ("slide", "notebook", "stored")
+
+
+def executed(path: Path, *, cache: Path = EXECUTED, medium: str | None = None):
+    """``path`` run top to bottom in a fresh kernel, on a copy, drawing for ``medium``; cached while unchanged.
+
+    The widgets' state is recorded. In the "slide" medium the kernel has
+    ``ATTENTION_MEDIUM=slide``; a run for a medium records its figures' text sizes
+    (``ATTENTION_CAP_PX=1``, helpers/figures.py); ``medium=None`` runs the notebook
+    as it is (the site's and the stored decks' widget state). The copy is cached in
+    ``cache`` (a medium's in ``cache/<medium>/``), keyed by the notebook and ``helpers/``.
+    """
     from nbclient import NotebookClient
 
+    nb = nbformat.read(path, as_version=4)
     rel = path.resolve().relative_to(ROOT)
-    cached = cache / rel
+    folder = cache / medium if medium else cache
+    cached = folder / rel
     key = cached.with_suffix(".key")
-    fingerprint = _fingerprint(path)
+    fingerprint = _fingerprint(path) + (f"-{medium}" if medium else "")
     if cached.exists() and key.exists() and key.read_text() == fingerprint:
         return nbformat.read(cached, as_version=4)
     _kernel_environment()
-    print(f"publish: running {rel} to record its widgets", flush=True)
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=900,
-        record_timing=False,
-        coalesce_streams=True,
-        store_widget_state=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
-    if WIDGET_STATE not in nb.metadata.get("widgets", {}):
+    print(f"publish: running {rel}" + (f" ({medium} medium)" if medium else " to record its widgets"), flush=True)
+    saved = {var: os.environ.get(var) for var in ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")}
+    if medium:
+        os.environ["ATTENTION_MEDIUM"] = medium
+        os.environ["ATTENTION_CAP_PX"] = "1"
+    try:
+        client = NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=900,
+            record_timing=False,
+            coalesce_streams=True,
+            store_widget_state=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        client.execute()
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+    if has_widgets(nb) and WIDGET_STATE not in nb.metadata.get("widgets", {}):
         raise RuntimeError(f"{rel}: the run recorded no widget state")
+    # a figure that fails to draw (in the display formatter) is an error output, not an exception
+    failed = [i for i, cell in enumerate(nb.cells) if "raises-exception" not in slide_metadata._tags(cell)
+              and any(o.get("output_type") == "error" for o in cell.get("outputs", []))]
+    if failed:
+        raise RuntimeError(f"{rel}: cells {failed} failed in the {medium or 'stored'} run")
     cached.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, cached)
     key.write_text(fingerprint)
     return nb
+
+
+def _run_all(paths: list[Path], medium: str) -> dict[Path, object]:
+    """Every notebook of ``paths`` executed for ``medium``, two kernels at a time (the machine's cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if medium == "stored":
+        return {path: with_widget_state(path) for path in paths}
+    workers = max(1, min(int(os.environ.get("PUBLISH_KERNELS", "2")), len(paths)))
+    # the slowest first, so that the two kernels end together (sizes as a proxy for run time)
+    order = sorted(paths, key=lambda p: -p.stat().st_size)
+    with ThreadPoolExecutor(workers) as pool:
+        runs = dict(zip(order, pool.map(lambda p: executed(p, medium=medium), order)))
+    return {path: runs[path] for path in paths}
 
 
 # ---------------------------------------------------------------------------
@@ -184,7 +242,11 @@ def figure_alt(nb):
                 continue
             alt, png = found
             output.data.setdefault("image/png", png)
-            output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
+            meta = output.setdefault("metadata", {}).setdefault("image/png", {})
+            meta["alt"] = alt
+            caps = slim_notebooks.DESCRIBED_FIGURE.match(slim_notebooks._text(output.data["text/html"]))
+            if caps and caps.group("caps"):
+                meta["cap_px"] = caps.group("caps")  # its texts' cap heights, PNG pixels (helpers/style.py)
             del output.data["text/html"]
     return nb
 
@@ -342,8 +404,14 @@ def deck_name(path: Path) -> str:
     return path.stem + ".slides.html"
 
 
-def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") -> list[Path]:
-    """One reveal.js deck per walkthrough notebook, plus an index.html listing them."""
+def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides", *, medium: str = "slide") -> list[Path]:
+    """One reveal.js deck per walkthrough notebook, plus an index.html listing them.
+
+    ``medium`` (:data:`MEDIA`): "slide", the default, re-runs each notebook with every
+    figure drawn for the slide (helpers/style.py); the stored notebooks do not change.
+    """
+    if medium not in MEDIA:
+        raise ValueError(f"medium must be one of {MEDIA}, not {medium!r}")
     whole = not paths  # a full build also removes the decks of notebooks that no longer exist
     paths = [Path(p).resolve() for p in (paths or slide_metadata.walkthrough_notebooks())]
     out.mkdir(parents=True, exist_ok=True)
@@ -355,8 +423,9 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides") 
     static = "_static"  # every deck sits next to the _static/ folder
     exporter = slides_exporter(static)
     built, items = [], []
+    runs = _run_all(paths, medium)
     for path in paths:
-        nb = deck_notebook(with_widget_state(path))
+        nb = deck_notebook(runs[path])
         body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static, "index.html"))
 
         def relink(m, decks=decks):
@@ -550,9 +619,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=["slides", "site"])
     parser.add_argument("notebooks", nargs="*", type=Path, help="only these notebooks (default: all)")
     parser.add_argument("--out", type=Path, help="the output folder (default build/slides or build/site)")
+    parser.add_argument("--medium", choices=MEDIA, default="slide",
+                        help="slides: draw the figures for the slide (default), the notebook page, or as stored")
     args = parser.parse_args(argv)
     if args.what == "slides":
-        built = build_slides(args.notebooks or None, args.out or BUILD / "slides")
+        built = build_slides(args.notebooks or None, args.out or BUILD / "slides", medium=args.medium)
     else:
         built = build_site(args.out or BUILD / "site", args.notebooks or None)
     print(f"publish: {len(built)} pages in {(args.out or BUILD / args.what)}")

@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "instructor/solutions", "exercises/student")
 # The <img> helpers.figures.img_html writes (its base64 with "/" written as "&#47;").
 DESCRIBED_FIGURE = re.compile(
-    r'\s*<img class="described-figure" alt="(?P<alt>[^"]*)" src="data:image/png;base64,(?P<png>[^"]*)">\s*\Z')
+    r'\s*<img class="described-figure" alt="(?P<alt>[^"]*)" src="data:image/png;base64,(?P<png>[^"]*)"'
+    r'(?: data-cap-px="(?P<caps>[^"]*)")?>\s*\Z')
 
 
 def collection_notebooks() -> list[Path]:

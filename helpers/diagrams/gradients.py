@@ -85,8 +85,8 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     left.set_yticks(range(len(d_ks)), labels=[f"d_k = {d}" for d in d_ks])
     left.set_ylim(-0.5, len(d_ks) - 0.2)
     left.set_xlabel("q·k of random unit-variance q, k")
-    left.set_title("the spread of q·k grows like √d_k", fontsize=10)
-    for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, d_k = {top}", UNSCALED_COLOUR),
+    left.set_title(r"the spread of q·k grows like $\sqrt{d_k}$", fontsize=10)
+    for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, $d_k$ = {top}", UNSCALED_COLOUR),
                                        (right, scaled, f"scaled: softmax of q·k / √{top}", SCALED_COLOUR)):
         bars = ax.bar(range(int(m)), weights, color=colour)
         ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=2)
@@ -155,14 +155,14 @@ def saturation(d_ks, unscaled, scaled):
         for y, (marker, colour, label) in zip(curves, styles):
             ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("d_k")
+        ax.set_xlabel("$d_k$")
         ax.legend(fontsize=8, loc="center right" if ax is left else "lower left")
     left.axhline(1 / m, color="0.6", linestyle=":")
     left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=8, color="0.35", va="bottom")
     left.set_ylim(0, 1.05)
     left.set_title("mean largest weight of a row: saturation", fontsize=10)
     right.set_yscale("log")
-    right.set_title("median |J|_F of a row: the gradient's way back", fontsize=10)
+    right.set_title(r"median $\|J\|_F$ of a row: the gradient's way back", fontsize=10)
     fig.curves = {"largest": largest, "jacobian": jacobian}
     figures.describe(fig, (
         f"Two plots against d_k from {d_ks[0]} to {d_ks[-1]}, softmax rows over {m} keys. Left, the mean largest "
@@ -235,8 +235,8 @@ def jacobian_pile(unscaled, scaled, d_k, *, bin_width=0.02, top=0.6, saturated=0
                     arrowprops={"arrowstyle": "->", "color": "black"})
         ax.set_xlim(0, top)
         ax.set_ylim(0, n_rows * 1.05)
-        ax.set_xlabel("|J|_F of a row")
-        ax.set_title(f"{name}, d_k = {d_k}: {hot[name]} of {n_rows} rows have a weight above {saturated:g}",
+        ax.set_xlabel(r"$\|J\|_F$ of a row")
+        ax.set_title(f"{name}, $d_k$ = {d_k}: {hot[name]} of {n_rows} rows have a weight above {saturated:g}",
                      fontsize=10)
     axes[0].set_ylabel("rows")
     fig.sizes, fig.counts, fig.edges, fig.saturated = sizes, counts, edges, hot

@@ -309,7 +309,7 @@ def heads_split_merge(n, d_model, num_heads):
     arrow(right, mid, out_x, mid, f"× W_O\n{shapes[4]}")
     end = box(out_x, mid, n, d_model, "#c7e9c0", f"out  {shapes[4]}")
     ax.set_xlim(0, max(12, end + 0.2))
-    ax.set_title(f"{h} heads of width d_model / h = {d_model} / {h} = {d_head}: "
+    ax.set_title(f"{h} heads of width $d_{{model}}$ / h = {d_model} / {h} = {d_head}: "
                  "project, attend, merge", fontsize=10)
     fig.shapes = shapes
     figures.describe(fig, (

@@ -24,26 +24,45 @@ from pathlib import Path
 import jupyterlab_rise
 
 ANCHOR = "C={help:!1,keyboard:{13:null,"
-CONDITION = ("keyboardCondition:e=>!(e.target&&e.target.closest"
-             "&&e.target.closest('[role=\"slider\"],input,textarea,select')),")
+# A focused control keeps its keys; Esc on it takes the focus off it (to the deck), after which
+# the arrows and Space move the deck again.
+CONDITION = ("keyboardCondition:e=>{const c=e.target&&e.target.closest"
+             "&&e.target.closest('[role=\"slider\"],input,textarea,select');"
+             "if(c&&(e.key==='Escape'||e.keyCode===27)){const d=c.closest('.reveal');c.blur();"
+             "if(d){d.tabIndex=-1;d.focus()}e.preventDefault();e.stopPropagation();return !1}return !c},")
 PATCHED = ANCHOR.replace("keyboard:", CONDITION + "keyboard:")
+# The presenter also asks for <notebook>.css beside each notebook; no deck has one (notebooks/rise.css
+# styles them all), so that request, a 404 on every deck, is not made.
+NOTEBOOK_CSS = ('document.head.insertAdjacentHTML("beforeend",`<link rel="stylesheet" href="${h.href}" '
+                'id="rise-notebook-css" />`);')
+NO_NOTEBOOK_CSS = "void h;"
+# The previous patch (before Esc), so that an existing .venv-present is brought up to this one.
+OLD_CONDITIONS = [ANCHOR.replace("keyboard:", "keyboardCondition:e=>!(e.target&&e.target.closest"
+                                 "&&e.target.closest('[role=\"slider\"],input,textarea,select')),keyboard:")]
 
 
 def patch(static: Path) -> str:
     """Patch the presenter bundle under ``static``; return what was done."""
-    found = [p for p in sorted(static.glob("*.bundle.js")) if ANCHOR in p.read_text(encoding="utf-8")
-             or PATCHED in p.read_text(encoding="utf-8")]
+    found = [p for p in sorted(static.glob("*.bundle.js")) if any(
+        a in p.read_text(encoding="utf-8") for a in [ANCHOR, PATCHED, *OLD_CONDITIONS])]
     if len(found) != 1:
         raise SystemExit(f"patch_presenter: reveal's options found in {len(found)} bundles of {static}, "
                          "expected 1: a jupyterlab-rise other than tools/rise/constraints.txt's pin?")
     bundle = found[0]
     text = bundle.read_text(encoding="utf-8")
-    if PATCHED in text:
-        return f"patch_presenter: {bundle.name} already gives sliders the arrow keys"
-    if text.count(ANCHOR) != 1:
-        raise SystemExit(f"patch_presenter: reveal's options appear {text.count(ANCHOR)} times in {bundle}")
-    bundle.write_text(text.replace(ANCHOR, PATCHED), encoding="utf-8")
-    return f"patch_presenter: {bundle.name}: a focused slider keeps the arrow keys"
+    for old in OLD_CONDITIONS:
+        text = text.replace(old, ANCHOR)
+    if NOTEBOOK_CSS in text:
+        text = text.replace(NOTEBOOK_CSS, NO_NOTEBOOK_CSS, 1)
+    elif NO_NOTEBOOK_CSS not in text:
+        raise SystemExit(f"patch_presenter: the per-notebook CSS link was not found in {bundle}")
+    if PATCHED not in text:
+        if text.count(ANCHOR) != 1:
+            raise SystemExit(f"patch_presenter: reveal's options appear {text.count(ANCHOR)} times in {bundle}")
+        text = text.replace(ANCHOR, PATCHED)
+    bundle.write_text(text, encoding="utf-8")
+    return (f"patch_presenter: {bundle.name}: a focused slider keeps the arrow keys, Esc gives them back "
+            "to the deck; no <notebook>.css is requested")
 
 
 def main() -> int:
