@@ -80,19 +80,20 @@ TRAINING_CONFIG = {
     "n_heads": 2,
     "seq_len": 24,
     "batch": 64,
-    "lr": 3e-3,
-    "steps": 3000,
-    "min_period": 4,
+    "lr": 1e-2,
+    "steps": 4000,
+    "min_period": 2,
     "max_period": 12,
     "start": "random",
+    "gap_share": 0.5,
 }
 
 # How the stored weights were made, in words that do not depend on this file's line numbers.
 RECIPE = (
     "helpers.transformer.train_induction(seed=SEED, **CONFIG) with one BLAS thread: "
     "AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed) "
-    "in float32; each step draws a fresh batch with induction_task(batch, seq_len, vocab_size, "
-    "rng=np.random.default_rng([seed, 1]), min_period, max_period, start) "
+    "in float32; each step draws a fresh batch with gapped_induction_task(batch, seq_len, vocab_size, "
+    "rng=np.random.default_rng([seed, 1]), min_period, max_period, gap_share) "
     "and takes one Adam step (lr, betas 0.9/0.999, eps 1e-8) "
     "on the mean cross-entropy of predicting tokens[:, 1:] from every position but the last."
 )
@@ -1365,7 +1366,7 @@ def train_induction(
     n_heads=2,
     seq_len=24,
     batch=64,
-    lr=3e-3,
+    lr=1e-2,
     min_period=2,
     max_period=12,
     start="random",
