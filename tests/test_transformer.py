@@ -465,7 +465,8 @@ def test_retraining_reproduces_the_stored_model_within_tolerance(tmp_path):
     for key, values in stored_history.items():
         np.testing.assert_allclose(again_history[key], values, rtol=0, atol=RETRAIN_TOLERANCE, err_msg=key)
     # The CPU time is a measurement of the machine, not part of the recipe; the rest is equal.
-    measured = {key: meta.pop("train_cpu_seconds") for key, meta in (("again", again.metadata), ("stored", stored.metadata))}
+    measured = {key: meta.pop("train_cpu_seconds")
+                for key, meta in (("again", again.metadata), ("stored", stored.metadata))}
     assert again.metadata == stored.metadata
     assert 0 < measured["stored"] <= 60  # the stored model trained within issue 34's budget
 
