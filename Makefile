@@ -145,7 +145,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bench_blockwise.py
 	$(BIN)/python benchmarks/bench_transformer.py
 
-# The trained weights the induction-head notebook loads (11-16 s of CPU on one thread;
+# The trained weights the induction-head notebook loads (about 35 s of CPU on one thread;
 # benchmarks/bench_induction_seeds.py times 8 seeds).
 induction-model: $(VENV)/.installed-bench
 	$(THREADS) $(BIN)/python -m helpers.transformer

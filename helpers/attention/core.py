@@ -855,8 +855,10 @@ class MultiHeadAttention:
 def blockwise_attention(q, k, v, mask=None, *, scale=None, causal=False, block_size=256):
     """Scaled dot-product attention over blocks of keys, never holding all n x m weights.
 
-    The online softmax of FlashAttention: for each block of ``block_size``
-    keys, the block's scores are computed, the running row maximum is
+    The online softmax (Milakov & Gimelshein, 2018), applied to attention
+    over blocks of keys as in the memory-efficient attention of Rabe &
+    Staats (2021) and, tiled for a GPU, in FlashAttention (Dao et al.,
+    2022): for each block of ``block_size`` keys, the block's scores are computed, the running row maximum is
     updated, the running sum and output are rescaled by ``exp(old max - new
     max)``, and the block's contribution is added. Memory grows like
     ``n * block_size`` instead of ``n * m``; the result equals
