@@ -129,7 +129,7 @@ def matrix_text(matrix, kind, row_labels=None, col_labels=None, title=None):
     n, m = m_.shape
     rows = list(row_labels) if row_labels is not None else [str(i) for i in range(n)]
     cols = list(col_labels) if col_labels is not None else [str(j) for j in range(m)]
-    what = "attention weights" if kind == "weights" else "scores"
+    what = {"weights": "attention weights", "gradient": "a gradient"}.get(kind, "scores")
     head = f"Heatmap of {what}" + (f" ({title})" if title else "")
     if rows == cols:
         shape = f"{n} queries × {m} keys ({token_list(cols)})"
@@ -150,7 +150,7 @@ def matrix_text(matrix, kind, row_labels=None, col_labels=None, title=None):
         flat = np.where(finite, m_, -np.inf)
         i, j = np.unravel_index(int(np.argmax(flat)), m_.shape)
         low = float(np.min(np.where(finite, m_, np.inf)))
-        name = "weight" if kind == "weights" else "score"
+        name = {"weights": "weight", "gradient": "entry"}.get(kind, "score")
         parts.append(f"largest {name} {number(m_[i, j])}, {rows[i]} to {cols[j]}")
         if kind != "weights":
             parts.append(f"smallest {number(low)}")

@@ -171,11 +171,13 @@ def heatmap(
         Rows are queries, columns are keys.
     row_labels, col_labels : sequence of str, optional
         Query tokens (y axis) and key tokens (x axis).
-    kind : {"weights", "scores"}
+    kind : {"weights", "scores", "gradient"}
         ``"weights"``: viridis, on the scale ``scale``. ``"scores"``: RdBu_r
         centred on 0, symmetric about it (``vlim`` sets the half-range,
         default the largest finite absolute value). ``-inf`` (masked) cells
-        are left blank and marked with a dash.
+        are left blank and marked with a dash. ``"gradient"``: drawn as
+        ``"scores"``, but the colour bar and the description call the values
+        a gradient (e.g. dS, the gradient at the scores).
     ax : matplotlib Axes, optional
         Drawn into a new figure when omitted.
     title : str, optional
@@ -221,15 +223,15 @@ def heatmap(
     if kind == "weights":
         vmin, vmax, label = weights_scale(matrix, scale)
         image = ax.imshow(matrix, cmap=WEIGHTS_CMAP, vmin=vmin, vmax=vmax)
-    elif kind == "scores":
+    elif kind in ("scores", "gradient"):
         if scale not in ("unit", "data"):
             raise ValueError(f'scale must be "unit" or "data": got {scale!r}')
         limit = _symmetric_limit(matrix) if vlim is None else float(vlim)
         shown = np.where(np.isneginf(matrix), np.nan, matrix)
         image = ax.imshow(shown, cmap=SCORES_CMAP, vmin=-limit, vmax=limit)
-        label = "score"
+        label = "score" if kind == "scores" else "gradient"
     else:
-        raise ValueError(f'kind must be "weights" or "scores": got {kind!r}')
+        raise ValueError(f'kind must be "weights", "scores" or "gradient": got {kind!r}')
     ax.set_xticks(range(m), labels=col_labels if col_labels is not None else range(m))
     ax.set_yticks(range(n), labels=row_labels if row_labels is not None else range(n))
     # Slant the key labels when they would run into each other: many keys, or long tokens.

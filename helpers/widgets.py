@@ -244,7 +244,9 @@ class AttentionExplorer:
     sentence : str, optional
         Start with this sentence instead (embeddings from a seeded generator).
     mode : {"example", "random"}
-        Start in example mode or in random-q-and-k mode.
+        Start in example mode (the toggle's "a lesson's vectors": the example's
+        own q and k, so the d_k slider only changes the divisor) or in random
+        mode (fresh random q and k whose width is the d_k slider).
     seed : int
         Seed of every random draw (sentence embeddings, random mode).
 
@@ -301,7 +303,7 @@ class AttentionExplorer:
                 value=sentence or "The cat sat on the mat", description="your sentence",
                 continuous_update=False, style=style, layout=widgets.Layout(width="420px")),
             "mode": widgets.ToggleButtons(
-                options=[("document example", "example"), ("random q, k of size d_k", "random")],
+                options=[("a lesson's vectors", "example"), ("random q, k of size d_k", "random")],
                 value=mode, description="mode", style={**style, "button_width": "190px"}),
             "temperature": widgets.FloatLogSlider(
                 value=1.0, base=10, min=-1.3, max=1.3, step=0.01,  # 0.05 to 20, with 1.0 on the grid
