@@ -263,7 +263,15 @@ def _as_triple(value, shapes):
 
 
 def _close3(a, b):
-    return all(np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in zip(a, b))
+    """True when every array of ``a`` is close to its partner in ``b``; arrays of other shapes are not close.
+
+    A mistake of the wrong shape (a gradient transposed, on a case where W is not square) is
+    not the student's answer: comparing the two must say "no", not raise.
+    """
+    if len(a) != len(b):
+        return False
+    pairs = [(np.asarray(x), np.asarray(y)) for x, y in zip(a, b)]
+    return all(x.shape == y.shape and np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in pairs)
 
 
 def _check_backward(fn, what, masked, seed=None):
