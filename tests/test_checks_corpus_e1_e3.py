@@ -230,6 +230,10 @@ WRONG = [
     ("e1x4b-none", lambda: check_section_5_2_exercise_4(M4, []), "no_token"),
     ("e1x4b-first", lambda: check_section_5_2_exercise_4(M4, ["Your"]), "wrong_tokens"),
     ("e1x4b-two", lambda: check_section_5_2_exercise_4(M4, ["journey", "starts"]), "wrong_tokens"),
+    # each column's best query: "journey" six times, which as a set was the right answer
+    ("e1x4b-argmax-columns",
+     lambda: check_section_5_2_exercise_4(M4, [JOURNEY.tokens[i] for i in np.argmax(S4, axis=0)]), "duplicate_tokens"),
+    ("e1x4b-twice", lambda: check_section_5_2_exercise_4(M4, FAV + FAV), "duplicate_tokens"),
     ("e1x4b-right-tokens-wrong-scores",
      lambda: check_section_5_2_exercise_4(margins((XJ @ WQ) @ (XJ @ WK).T), ["journey"]), "separate_projections"),
     # E1 exercise 5: the temperature that gives the row of "journey" 1.5 nats
