@@ -47,3 +47,15 @@ def test_a_non_square_mistake_is_a_wrong_answer_not_a_crash(fn):
     result = check_attention_backward(fn)
     assert result.status == "incorrect", result.message
     assert "could not make sense" not in result.message, result.message
+
+
+def test_e6_ex2_prints_lengths_as_plain_numbers():
+    """A wrong padded backward is told the lengths as [3, 1], not [np.int64(3), np.int64(1)]."""
+    from helpers.checks import check_masked_backward
+
+    def padded_backward(q, k, v, d_out, lengths):
+        return np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+
+    result = check_masked_backward(padded_backward)
+    assert result.status == "incorrect"
+    assert "np.int64" not in result.message and "lengths [" in result.message, result.message

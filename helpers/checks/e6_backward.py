@@ -306,7 +306,7 @@ def _check_backward(fn, what, masked, seed=None):
         shapes = (q.shape, k.shape, v.shape)
         got = _as_triple(call.value, shapes)
         sizes = f"q {q.shape}, k {k.shape}, v {v.shape}, d_out {d_out.shape}" + (
-            f", lengths {list(lengths)}" if masked else "")
+            f", lengths {[int(n) for n in lengths]}" if masked else "")
         if got is None:
             return _incorrect(
                 "wrong_shape",
@@ -328,7 +328,7 @@ def _check_backward(fn, what, masked, seed=None):
             if masked and label == "small":
                 return _incorrect(
                     "nan_for_masked_row",
-                    f"Your gradients contain NaN or infinity for lengths {list(lengths)}. A padding "
+                    f"Your gradients contain NaN or infinity for lengths {[int(n) for n in lengths]}. A padding "
                     "query (or any query of a sequence of length 0) has no allowed key: its softmax "
                     "is 0 / 0 unless you guard it. Its output is all zero, so it passes no gradient back.",
                 )
