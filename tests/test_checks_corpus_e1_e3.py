@@ -282,6 +282,8 @@ WRONG = [
     ("e2x2-one-row", lambda: check_i_am_happy_context(CH[3]), "wrong_shape"),
     # E3 exercise 1: the temperature that gives "cat" the weight 0.9
     ("e3x1-no-scaling", lambda: check_temperature_prediction(2 / math.log(9)), "forgot_scaling"),
+    ("e3x1-negative-guess", lambda: check_temperature_prediction(-0.3), "not_positive"),
+    ("e3x1-zero", lambda: check_temperature_prediction(0.0), "not_positive"),
     ("e3x1-times-T", lambda: check_temperature_prediction(math.log(9)), "multiplied_by_temperature"),
     ("e3x1-times-T-unscaled", lambda: check_temperature_prediction(math.log(9) / 2), "multiplied_and_unscaled"),
     ("e3x1-by-d_k", lambda: check_temperature_prediction(0.25 / math.log(3)), "divided_by_d_k"),

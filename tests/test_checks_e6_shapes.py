@@ -59,3 +59,13 @@ def test_e6_ex2_prints_lengths_as_plain_numbers():
     result = check_masked_backward(padded_backward)
     assert result.status == "incorrect"
     assert "np.int64" not in result.message and "lengths [" in result.message, result.message
+
+
+def test_e3_ex1_a_negative_temperature_is_not_told_it_gives_the_weight_asked_for():
+    """Issue 31 item 6: "At that temperature ... gives itself the weight asked for" read as "your T is right"."""
+    from helpers.checks import check_temperature_prediction
+
+    for t in (-0.3, 0.0, -2.0):
+        result = check_temperature_prediction(t)
+        assert result.status == "incorrect" and result.mistake == "not_positive", (t, result.message)
+        assert "At that temperature" not in result.message and "greater than 0" in result.message
