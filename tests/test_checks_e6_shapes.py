@@ -7,6 +7,8 @@ sqrt(d_in), a function right only when everything is square) got the checker's c
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -69,3 +71,82 @@ def test_e3_ex1_a_negative_temperature_is_not_told_it_gives_the_weight_asked_for
         result = check_temperature_prediction(t)
         assert result.status == "incorrect" and result.mistake == "not_positive", (t, result.message)
         assert "At that temperature" not in result.message and "greater than 0" in result.message
+
+
+# ---------------------------------------------------------------------------
+# Routes that switched the library check off (issue 31 item 3): each is refused
+# ---------------------------------------------------------------------------
+
+def _library_routes():
+    """The issue's route and its variants: the module and sys.setprofile held where the old walk did not look.
+
+    Each switches the recording off (sys.setprofile(None)) and calls the kernel through the
+    stand-in's ``__wrapped__``; on the old code each was told "Right".
+    """
+    import functools
+    import importlib
+    import sys as _sys
+
+    library = importlib.import_module("helpers." + "attention")
+
+    def run(module, off, q, k, v, d_out, lengths):
+        off(None)
+        fn = getattr(module.attention_backward, "__wrapped__", module.attention_backward)
+        mask = np.arange(k.shape[-2])[None, None, :] < np.asarray(lengths)[:, None, None]
+        mask = np.broadcast_to(mask, (q.shape[0], q.shape[-2], k.shape[-2]))
+        grads = fn(q, k, v, d_out, mask=mask)
+        return grads[0], grads[1], grads[2]
+
+    table = [0.0] * 60 + [library, _sys.setprofile]
+
+    def past_fifty(q, k, v, d_out, lengths, t=table):
+        return run(t[60], t[61], q, k, v, d_out, lengths)
+
+    deep = {"a": [0] * 55 + [{"b": (library, _sys.setprofile)}]}
+
+    def nested_dict(q, k, v, d_out, lengths, d=deep):
+        return run(*d["a"][55]["b"], q, k, v, d_out, lengths)
+
+    partial = functools.partial(run, library, _sys.setprofile)
+
+    def through_partial(q, k, v, d_out, lengths, f=partial):
+        return f(q, k, v, d_out, lengths)
+
+    class Holder:
+        padding = [1] * 70
+        where = (library, _sys.setprofile)
+
+    def class_attribute(q, k, v, d_out, lengths, h=Holder):
+        return run(*h.where, q, k, v, d_out, lengths)
+
+    def generator(q, k, v, d_out, lengths, g=(x for x in [library, _sys.setprofile])):
+        return run(*list(g), q, k, v, d_out, lengths)
+
+    return {"index_past_50": past_fifty, "nested_dict": nested_dict, "functools_partial": through_partial,
+            "class_attribute": class_attribute, "generator": generator}
+
+
+@pytest.mark.parametrize("route", sorted(_library_routes()))
+def test_a_route_to_the_library_is_refused(route):
+    from helpers.checks import check_masked_backward
+
+    fn = _library_routes()[route]
+    result = check_masked_backward(fn)
+    assert result.status == "incorrect", (route, result.message)
+    # refused before anything runs (the walk reads every item and sys), not only when a stand-in is hit
+    allowed = ("reaches_library", "used_library") if route == "generator" else ("reaches_library",)
+    assert result.mistake in allowed, (route, result.mistake, result.message)
+    assert sys.getprofile() is None or sys.getprofile().__module__ != "helpers.checks._core"
+
+
+def test_the_stand_ins_keep_no_route_to_the_kernels():
+    from helpers import attention
+    from helpers.checks._core import _record_library_calls
+
+    used = []
+    restore = _record_library_calls(used)
+    try:
+        assert not hasattr(attention.attention_backward, "__wrapped__")
+        assert not hasattr(attention.softmax, "__wrapped__")
+    finally:
+        restore()
