@@ -230,6 +230,10 @@ WRONG = [
     ("e1x4b-none", lambda: check_section_5_2_exercise_4(M4, []), "no_token"),
     ("e1x4b-first", lambda: check_section_5_2_exercise_4(M4, ["Your"]), "wrong_tokens"),
     ("e1x4b-two", lambda: check_section_5_2_exercise_4(M4, ["journey", "starts"]), "wrong_tokens"),
+    # each column's best query: "journey" six times, which as a set was the right answer
+    ("e1x4b-argmax-columns",
+     lambda: check_section_5_2_exercise_4(M4, [JOURNEY.tokens[i] for i in np.argmax(S4, axis=0)]), "duplicate_tokens"),
+    ("e1x4b-twice", lambda: check_section_5_2_exercise_4(M4, FAV + FAV), "duplicate_tokens"),
     ("e1x4b-right-tokens-wrong-scores",
      lambda: check_section_5_2_exercise_4(margins((XJ @ WQ) @ (XJ @ WK).T), ["journey"]), "separate_projections"),
     # E1 exercise 5: the temperature that gives the row of "journey" 1.5 nats
@@ -278,6 +282,8 @@ WRONG = [
     ("e2x2-one-row", lambda: check_i_am_happy_context(CH[3]), "wrong_shape"),
     # E3 exercise 1: the temperature that gives "cat" the weight 0.9
     ("e3x1-no-scaling", lambda: check_temperature_prediction(2 / math.log(9)), "forgot_scaling"),
+    ("e3x1-negative-guess", lambda: check_temperature_prediction(-0.3), "not_positive"),
+    ("e3x1-zero", lambda: check_temperature_prediction(0.0), "not_positive"),
     ("e3x1-times-T", lambda: check_temperature_prediction(math.log(9)), "multiplied_by_temperature"),
     ("e3x1-times-T-unscaled", lambda: check_temperature_prediction(math.log(9) / 2), "multiplied_and_unscaled"),
     ("e3x1-by-d_k", lambda: check_temperature_prediction(0.25 / math.log(3)), "divided_by_d_k"),

@@ -205,9 +205,11 @@ LIBRARY_REFUSAL = (
 """The reason every refusal of the static check gives."""
 
 _THREAD_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asyncio")
-_REACH_MODULES = ("importlib", "inspect", "linecache", "builtins", "pickle", "marshal", "types")
+_REACH_MODULES = ("importlib", "inspect", "linecache", "builtins", "pickle", "marshal", "types", "sys", "gc")
+# sys as importlib: sys.setprofile/settrace switch the recording off, sys.modules reaches the library
 _EXEC_NAMES = ("exec", "eval", "compile", "__import__")
-_MAX_VISITS = 400  # "within reason": how many objects the walk looks at
+_MAX_VISITS = 200_000  # a bound on the walk's total work; past it the answer is refused, not passed
+_TOO_BIG = "it holds more objects than the check reads (%d)" % _MAX_VISITS
 
 
 def _package_dir(name):
@@ -333,8 +335,15 @@ def _object_reasons(obj, visit, label=None):
     import sys
     import types
 
-    if id(obj) in visit or len(visit) > _MAX_VISITS:
+    if isinstance(obj, (bool, int, float, complex, str, bytes, np.ndarray, np.generic)) or obj is None:
+        return []   # before the count: a long list of numbers costs no budget
+    if id(obj) in visit:
         return []
+    if len(visit) > _MAX_VISITS:
+        if _TOO_BIG in visit:
+            return []
+        visit.add(_TOO_BIG)
+        return [_TOO_BIG]
     visit.add(id(obj))
     label = label or getattr(obj, "__name__", type(obj).__name__)
     if isinstance(obj, types.ModuleType):
@@ -383,6 +392,9 @@ def _object_reasons(obj, visit, label=None):
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         if obj.__name__ in _EXEC_NAMES and getattr(obj, "__module__", "") == "builtins":
             return [f"it calls {obj.__name__}()"]
+        where = getattr(obj, "__module__", "") or ""
+        if where != "builtins" and where.split(".")[0] in _REACH_MODULES + _THREAD_MODULES:
+            return [f"it uses {obj.__module__}.{obj.__name__}"]
         return []
     if isinstance(obj, type):
         where = obj.__module__ or ""
@@ -398,14 +410,14 @@ def _object_reasons(obj, visit, label=None):
             reasons.extend(_object_reasons(value, visit))
         return reasons
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [r for item in list(obj)[:50] for r in _object_reasons(item, visit)]
+        return [r for item in list(obj) for r in _object_reasons(item, visit)]
     if isinstance(obj, dict):
-        return [r for item in list(obj.values())[:50] for r in _object_reasons(item, visit)]
+        return [r for item in [*obj.keys(), *obj.values()] for r in _object_reasons(item, visit)]
     if module.split(".")[0] in ("numpy", "builtins", "math"):
         return []
     # an instance of a user's class (a callable object, a SelfAttention): its class and attributes
     reasons = _object_reasons(type(obj), visit)
-    for value in list(getattr(obj, "__dict__", {}).values())[:50]:
+    for value in list(getattr(obj, "__dict__", {}).values()):
         reasons.extend(_object_reasons(value, visit))
     return reasons
 
@@ -710,6 +722,7 @@ def _record_library_calls(used, allowed=()):
             used.append(name)
             return fn(*args, **kwargs)
 
+        del recorder.__wrapped__  # no route back to the kernel from the stand-in
         return recorder
 
     replaced = []  # (module, name, original)

@@ -428,6 +428,12 @@ def _favourites_verdict(answer, tokens):
                 "not_tokens",
                 f"{item!r} is not one of the tokens{hint}. The tokens are {shown}.",
             )
+        if tokens.index(item) in found:
+            return None, _incorrect(
+                "duplicate_tokens",
+                f"Your favourites name {item!r} more than once; name each token once, as the set of "
+                "tokens whose margin is at least 0.",
+            )
         found.add(tokens.index(item))
     return found, None
 
@@ -469,7 +475,7 @@ def check_section_5_2_exercise_4(margins, favourites=None):
         ``wrong_shape`` / ``wrong_values``. For ``favourites``: ``every_token``,
         ``no_token``, ``bare_string`` (a string, not a list), ``indices`` (row numbers, not
         names), ``not_tokens`` (names not written as in ``journey.tokens``),
-        ``wrong_tokens``; "not yet" when favourites come without the margins.
+        ``wrong_tokens``, ``duplicate_tokens``; "not yet" when favourites come without the margins.
 
     Examples
     --------

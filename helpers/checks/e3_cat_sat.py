@@ -107,6 +107,15 @@ def check_temperature_prediction(temperature):
         "that weight with the two scaled scores and T, and solve for T.",
         mistakes=mistakes, sample=False,
     )
+    value = _as_number(temperature)
+    if (result is not None and result.mistake == "wrong_value" and value is not None and math.isfinite(value)
+            and value <= 0):
+        return _incorrect(
+            "not_positive",
+            f"Your temperature is {value:g}. A temperature is greater than 0: it divides the scaled "
+            "scores, and one of 0 or below does not give a softmax that favours \"cat\" by a chosen "
+            "amount. Write \"cat\"'s weight with the two scaled scores and T, and solve for T.",
+        )
     return result if result is not None else _with_precision_note(
         _correct(f"Right: at this temperature \"cat\" gives itself the weight {TARGET_WEIGHT:g}."), temperature
     )

@@ -263,7 +263,15 @@ def _as_triple(value, shapes):
 
 
 def _close3(a, b):
-    return all(np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in zip(a, b))
+    """True when every array of ``a`` is close to its partner in ``b``; arrays of other shapes are not close.
+
+    A mistake of the wrong shape (a gradient transposed, on a case where W is not square) is
+    not the student's answer: comparing the two must say "no", not raise.
+    """
+    if len(a) != len(b):
+        return False
+    pairs = [(np.asarray(x), np.asarray(y)) for x, y in zip(a, b)]
+    return all(x.shape == y.shape and np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in pairs)
 
 
 def _check_backward(fn, what, masked, seed=None):
@@ -298,7 +306,7 @@ def _check_backward(fn, what, masked, seed=None):
         shapes = (q.shape, k.shape, v.shape)
         got = _as_triple(call.value, shapes)
         sizes = f"q {q.shape}, k {k.shape}, v {v.shape}, d_out {d_out.shape}" + (
-            f", lengths {list(lengths)}" if masked else "")
+            f", lengths {[int(n) for n in lengths]}" if masked else "")
         if got is None:
             return _incorrect(
                 "wrong_shape",
@@ -320,7 +328,7 @@ def _check_backward(fn, what, masked, seed=None):
             if masked and label == "small":
                 return _incorrect(
                     "nan_for_masked_row",
-                    f"Your gradients contain NaN or infinity for lengths {list(lengths)}. A padding "
+                    f"Your gradients contain NaN or infinity for lengths {[int(n) for n in lengths]}. A padding "
                     "query (or any query of a sequence of length 0) has no allowed key: its softmax "
                     "is 0 / 0 unless you guard it. Its output is all zero, so it passes no gradient back.",
                 )
