@@ -139,11 +139,28 @@ class StepFailed(AssertionError):
     pass
 
 
-def run_step(name: str, body: str, cwd: Path, timeout: float = 600) -> float:
+def shared_python3() -> str:
+    """A Python >= 3.11 that every user may run (the page's `python3`): not one under /root, as pyenv's."""
+    for candidate in (shutil.which("python3"), "/usr/bin/python3", "/usr/local/bin/python3"):
+        if not candidate or not os.path.exists(candidate):
+            continue
+        real = Path(candidate).resolve()
+        if all(os.stat(d).st_mode & 0o001 for d in real.parents) and os.stat(real).st_mode & 0o005 == 0o005:
+            ok = subprocess.run([str(real), "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"],
+                                capture_output=True)
+            if ok.returncode == 0:
+                return str(real)
+    pytest.fail("no python3 >= 3.11 with venv that every user may run (the page's step 'install' needs one)")
+
+
+def run_step(name: str, body: str, cwd: Path, timeout: float = 600, path: str | None = None) -> float:
     """Run one page step with bash, stopping at its first failing command; return its seconds."""
     start = time.perf_counter()
+    env = {**os.environ, **THREADS}
+    if path:
+        env["PATH"] = f"{path}{os.pathsep}{env['PATH']}"
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **THREADS})
+                          timeout=timeout, env=env)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise StepFailed(f"docs/classroom.md step {name!r} failed ({done.returncode}):\n{body}\n"
@@ -306,6 +323,9 @@ def hub():
         setup["pull_url"] = f"git://127.0.0.1:{ports['git']}/{REPO_NAME}"
         table = substitutions(base, ports, f"{ROOT / '.venv' / 'bin' / 'python'} -m uv",
                               f"git+file://{repo}@{commit}", setup["pull_url"])
+        shared = base / "shared-bin"  # `python3` in the steps: one every user may run
+        shared.mkdir()
+        (shared / "python3").symlink_to(shared_python3())
         (base / "etc" / "jupyterhub").mkdir(parents=True)
         (base / "etc" / "jupyterhub" / "students.txt").write_text("\n".join(STUDENTS) + "\n")
         for kind, name, body in page_steps(PAGE.read_text(encoding="utf-8")):
@@ -334,7 +354,7 @@ def hub():
                         time.sleep(0.3)
             else:
                 with Step(f"page step {name!r}"):
-                    run_step(name, body, ROOT)
+                    run_step(name, body, ROOT, path=str(shared))
                 if name == "users":  # passwords: the page leaves them to the lecturer (chpasswd)
                     for user in users:
                         (Path(pwd.getpwnam(user).pw_dir) / MARKER).touch()
@@ -344,6 +364,10 @@ def hub():
     finally:
         with Step("stop every server; remove the users"):
             left = []
+            for p in processes[:1]:  # git daemon: ours, stopped first
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(timeout=30)
             if "process" in setup:
                 proc = setup["process"]
                 proc.send_signal(signal.SIGINT)  # the hub stops the users' servers, the services and the proxy
@@ -629,7 +653,7 @@ def test_the_page_is_a_script_of_marked_steps():
     # the fixes of issue 30, as the page states them
     assert '--course-id attention101' in page and "chown -R grader-attention101" in page
     for plugin in ("formgrader", "create-assignment", "course-list"):
-        assert plugin in dict((n, b) for k, n, b in found if k == "step")["lock"]
+        assert f"@jupyter/nbgrader:{plugin}" in dict((n, b) for k, n, b in found if k == "step")["lock"]
     assert "labextension lock --level=sys_prefix" in page
     assert 'c.Spawner.cmd = [f"{VENV}/bin/jupyterhub-singleuser"]' in config
     assert '"command": [f"{VENV}/bin/jupyterhub-singleuser"' in config and '"user": "grader-attention101"' in config
