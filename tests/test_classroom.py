@@ -527,8 +527,10 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
         assert collected.status_code == 200 and collected.json()["success"], collected.text[-2000:]
     with Step("instructor autogrades five submissions"):
         for name in STUDENTS:
+            start = time.perf_counter()
             graded = teacher.service("POST", f"formgrader/api/submission/{ASSIGNMENT}/{name}/autograde")
             assert graded.status_code == 200 and graded.json()["success"], (name, graded.text[-3000:])
+            TIMINGS[f"  s, autograding {name}'s submission"] = time.perf_counter() - start
     with Step("instructor generates and releases feedback"):
         for action in ("generate_feedback", "release_feedback"):
             done = teacher.service("POST", f"formgrader/api/assignment/{ASSIGNMENT}/{action}")
@@ -574,7 +576,10 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
                     TIMINGS[f"MiB, peak memory of {name}'s single-user server (no kernel)"] = peak / 1024
             except (psutil.NoSuchProcess, FileNotFoundError, StopIteration):
                 pass
-    servers = [v for k, v in TIMINGS.items() if k.startswith("MiB, peak memory of")]
+    status = Path(f"/proc/{psutil.Process(hub['process'].pid).pid}/status").read_text()
+    TIMINGS["MiB, peak memory of JupyterHub itself"] = next(
+        int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+    servers = [v for k, v in TIMINGS.items() if k.startswith("MiB, peak memory of") and "JupyterHub" not in k]
     assert len(servers) == len(STUDENTS)
     # docs/classroom.md's guarantee and limit hold this server too (nbgrader's student side, behind the hub)
     sys.path.insert(0, str(ROOT / "benchmarks"))
