@@ -35,13 +35,13 @@ import os
 import pwd
 import re
 import shutil
-import tempfile
-import urllib.parse
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -337,8 +337,10 @@ def hub():
                     target.write_text(body, encoding="utf-8")
             elif name == "start":
                 with Step("page step 'start': JupyterHub, proxy, formgrader and idle culler answer"):
-                    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", body.strip().replace("&& ", "&& exec ", 1)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, start_new_session=True)
+                    command = body.strip().replace("&& ", "&& exec ", 1)  # the hub itself gets the SIGINT
+                    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", command], cwd=ROOT, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True,
+                                            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
                     processes.append(proc)
                     setup["process"] = proc
                     end = time.monotonic() + 120
@@ -398,6 +400,7 @@ def hub():
         for port in ports.values():
             with socket.socket() as s:
                 assert s.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still open"
+        shutil.rmtree(base, ignore_errors=True)  # kept, with its hub.log, only when a check above failed
 
 
 def _disabled_plugins(html: str) -> set[str]:
@@ -469,7 +472,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
             fetched = browser.server("POST", "assignments/fetch",
                                      data={"course_id": COURSE, "assignment_id": ASSIGNMENT})
             assert fetched.status_code == 200, (name, fetched.text[:500])
-            fetched_text = (Path(pwd.getpwnam(name).pw_dir) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8")
+            home = Path(pwd.getpwnam(name).pw_dir)
+            fetched_text = (home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8")
             assert "BEGIN HIDDEN TESTS" not in fetched_text
             assert all(course.points_label(t) in fetched_text for t in course.tasks_of(ASSIGNMENT))
 
@@ -509,7 +513,8 @@ def test_a_class_on_jupyterhub_fetches_submits_and_gets_graded(hub):
                     cell["source"] = answer
                 saved = browser.server("PUT", path, json={"type": "notebook", "format": "json", "content": nb})
                 assert saved.status_code == 200, (name, saved.text[:300])
-            validated = browser.server("POST", "assignments/validate", data={"path": f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"})
+            validated = browser.server("POST", "assignments/validate",
+                                       data={"path": f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"})
             assert validated.status_code == 200 and validated.json()["success"], (name, validated.text[:500])
             submitted = browser.server("POST", "assignments/submit",
                                        data={"course_id": COURSE, "assignment_id": ASSIGNMENT})
