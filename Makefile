@@ -167,23 +167,12 @@ nbgrader: $(VENV)/.installed-publish
 	$(BIN)/python tools/make_nbgrader_course.py
 	@echo "Then: cd build/nbgrader && $(CURDIR)/$(GRADE_VENV)/bin/nbgrader generate_assignment E6-backward"
 
-# --- a class on JupyterHub (issue 25): the whole nbgrader loop, on loopback ---------------
-# JupyterHub joins nbgrader in .venv-grade; its proxy, configurable-http-proxy, comes from
-# npm into build/chp/ (pinned), once. tests/test_classroom.py starts the hub, five students
-# and the formgrader service on 127.0.0.1 and stops them all (about 70 s here); -s shows
-# the time of each step.
-HUB_STAMP := $(GRADE_VENV)/.installed-hub
-CHP_VERSION := 4.6.3
-CHP := build/chp/node_modules/.bin/configurable-http-proxy
-
-$(HUB_STAMP): $(GRADE_STAMP)
-	@$(call INSTALL,$(GRADE_VENV),"jupyterhub>=5.0")
-	touch $(HUB_STAMP)
-
-$(CHP):
-	npm install --prefix build/chp --no-audit --no-fund --silent configurable-http-proxy@$(CHP_VERSION)
-
-classroom-test: $(VENV)/.installed-test $(HUB_STAMP) $(CHP)
+# --- a class on JupyterHub: docs/classroom.md run as a script -----------------------------
+# tests/test_classroom.py runs the page's plain-JupyterHub recipe block by block, as root:
+# it makes the hub's environment (uv, from the cache this venv's installs warmed), the npm
+# proxy and real Unix users (a grader, a lecturer, five students; removed at the end), then
+# the whole nbgrader loop on 127.0.0.1; -s shows the time of each step.
+classroom-test: $(VENV)/.installed-test
 	$(THREADS) ATTENTION_CLASSROOM=1 $(BIN)/python -m pytest -s tests/test_classroom.py
 
 # --- live lecture mode (issue 12): RISE slides inside JupyterLab, with a live kernel ------

@@ -1,10 +1,11 @@
 """Export the exercise notebooks as an nbgrader course source.
 
-    python tools/make_nbgrader_course.py [COURSE_ROOT]     (default: build/nbgrader)
+    python tools/make_nbgrader_course.py [--course-id ID] [COURSE_ROOT]     (default: build/nbgrader)
 
 For every ``<SOLUTIONS>/<name>.ipynb`` (:data:`SOLUTIONS`, the instructor's worked
 answers) this writes ``COURSE_ROOT/source/<name>/<name>.ipynb``, one nbgrader
-assignment per exercise notebook, and ``COURSE_ROOT/nbgrader_config.py``. In each
+assignment per exercise notebook, and ``COURSE_ROOT/nbgrader_config.py`` with the course
+id ``ID`` (default :data:`COURSE_ID`; it replaces a config already there). In each
 notebook:
 
 - a code cell tagged ``solution`` becomes an nbgrader *solution* cell, its
@@ -112,12 +113,13 @@ def hidden_source(task: Task) -> str:
     raise ValueError(f"{path} has no function {task.hidden}")
 
 
-CONFIG = f'''# nbgrader configuration of the course exported by tools/make_nbgrader_course.py.
+CONFIG_TEMPLATE = '''# nbgrader configuration of the course exported by tools/make_nbgrader_course.py.
 c = get_config()  # noqa: F821 - provided by nbgrader
-c.CourseDirectory.course_id = "{COURSE_ID}"
+c.CourseDirectory.course_id = "{course_id}"
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.ExecutePreprocessor.timeout = 300
 '''
+CONFIG = CONFIG_TEMPLATE.format(course_id=COURSE_ID)
 
 
 def _tags(cell) -> list[str]:
@@ -245,10 +247,12 @@ def points_of(nb) -> list[tuple[str, int]]:
     return found
 
 
-def export(course: Path = DEFAULT_COURSE, solutions: Path = SOLUTIONS) -> list[Path]:
-    """Write the course source and config under ``course``; return the notebooks written."""
+def export(course: Path = DEFAULT_COURSE, solutions: Path = SOLUTIONS, course_id: str = COURSE_ID) -> list[Path]:
+    """Write the course source and its config (course id ``course_id``) under ``course``; return the notebooks."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", course_id):
+        raise ValueError(f"a course id is letters, digits, '.', '_' and '-': {course_id!r}")
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
+    (course / "nbgrader_config.py").write_text(CONFIG_TEMPLATE.format(course_id=course_id), encoding="utf-8")
     written = []
     for path in sorted(solutions.glob("*.ipynb")):
         nb = course_version(nbformat.read(path, as_version=4), path.stem)
@@ -260,11 +264,17 @@ def export(course: Path = DEFAULT_COURSE, solutions: Path = SOLUTIONS) -> list[P
 
 
 def main(argv: list[str]) -> int:
-    course = Path(argv[0]).resolve() if argv else DEFAULT_COURSE
-    written = export(course)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("course", nargs="?", type=Path, default=DEFAULT_COURSE, help="the course folder")
+    parser.add_argument("--course-id", default=COURSE_ID, help=f"nbgrader's course id (default {COURSE_ID})")
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    written = export(course, course_id=args.course_id)
     # The points the test cells carry, summed cell by cell, as nbgrader's gradebook does.
     total = sum(points for p in written for _, points in points_of(nbformat.read(p, as_version=4)))
-    print(f"nbgrader course source: {len(written)} assignments, {total} points, in {course}")
+    print(f"nbgrader course {args.course_id}: {len(written)} assignments, {total} points, in {course}")
     return 0
 
 
