@@ -129,7 +129,7 @@ slides: $(VENV)/.installed-publish $(VENDOR)
 	$(THREADS) $(BIN)/python tools/publish.py slides
 	@echo "Open build/slides/index.html in a browser (no server or network needed)."
 
-# The student site by default; SOLUTIONS=1 publishes instructor/solutions/ too
+# The student site by default; SOLUTIONS=1 adds the worked solutions (in the instructor's copy only)
 site: $(VENV)/.installed-publish $(VENV)/.installed-site $(VENDOR)
 	$(THREADS) $(BIN)/python tools/site/build.py $(if $(filter 1,$(SOLUTIONS)),--solutions)
 	@echo "Open build/site/index.html, or serve it: $(BIN)/python -m http.server -d build/site"
