@@ -4,9 +4,9 @@ import io
 import math
 import tracemalloc
 
+import ipywidgets as widgets
 import numpy as np
 import pytest
-import ipywidgets as widgets
 from PIL import Image
 
 from helpers import examples
