@@ -27,6 +27,7 @@ THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
+	@echo "make notebook-filter  the git clean filter for notebooks in this clone (make lab/setup/test run it)"
 	@echo "make test-floors  every dependency at its declared floor, oldest Python allowed (build/floors/)"
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
 	@echo "make site       the whole collection as static HTML into build/site/ (offline)"
