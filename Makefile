@@ -22,11 +22,12 @@ STAMP  := $(VENV)/.installed-test
 # The benchmarks choose their thread counts themselves.
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: help setup web lab test student-repo test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader classroom-test present present-venv release
+.PHONY: help setup notebook-filter web lab test student-repo test-floors mutation notebooks navigation slides site bench induction-model clean grade-venv nbgrader classroom-test present present-venv release
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/00-index.ipynb"
 	@echo "make test       set up .venv and run the whole suite"
+	@echo "make notebook-filter  the git clean filter for notebooks in this clone (make lab/setup/test run it)"
 	@echo "make test-floors  every dependency at its declared floor, oldest Python allowed (build/floors/)"
 	@echo "make slides     reveal.js decks of the walkthroughs into build/slides/ (offline)"
 	@echo "make site       the course as a book (Sphinx) into build/site/, offline; SOLUTIONS=1 adds solutions"
@@ -43,7 +44,16 @@ help:
 	@echo "make release    bump the version (PART=minor, or patch, major), date CHANGELOG.md, build dist/, commit, tag"
 	@echo "make clean      remove .venv and build output"
 
-setup: $(STAMP)
+setup: $(STAMP) notebook-filter
+
+# The clean filter .gitattributes names for *.ipynb (tools/clean_notebook.py, standard library
+# only): what a JupyterLab save adds never shows in git status. Configured in this clone only;
+# outside a git clone there is nothing to do.
+notebook-filter:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git config filter.notebook.clean "python3 tools/clean_notebook.py"; \
+	  git config filter.notebook.required false; \
+	fi
 
 # Installs go through uv, installed from PyPI into the venv itself (nothing lands outside
 # the folder): about 8 s for the lab where pip takes about a minute. Where uv cannot be had,
@@ -90,17 +100,20 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 # tests/test_browser.py starts the lab from this very command line (`make -n lab`).
 INDEX := notebooks/00-index.ipynb
 SERVE_ROOT := --ServerApp.root_dir="$(CURDIR)"
+# Saves go through tools/clean_notebook.py (tools/jupyter_server_config.py): opening, running and
+# saving a lesson leaves git status clean.
+LAB_CONFIG := --config="$(CURDIR)/tools/jupyter_server_config.py"
 JUPYTER_ARGS ?=
 
-lab: $(VENV)/.installed-lab
-	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) --LabApp.default_url=/lab/tree/$(INDEX) $(JUPYTER_ARGS)
+lab: $(VENV)/.installed-lab notebook-filter
+	$(THREADS) $(BIN)/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) $(LAB_CONFIG) --LabApp.default_url=/lab/tree/$(INDEX) $(JUPYTER_ARGS)
 
 # The RISE test runs in a pytest process of its own: inside the whole suite its
 # presenter has failed to render the explorer's widgets (three runs of three),
 # alone it has passed every time (seven runs, cold and warm .venv-present).
 # Both parts always run; a failure in the first does not hide the second, and the last
 # lines say how each part ended (make exits non-zero if either failed).
-test: $(VENV)/.installed-test $(VENDOR) $(GRADE_STAMP) $(PRESENT_STAMP)
+test: $(VENV)/.installed-test $(VENDOR) $(GRADE_STAMP) $(PRESENT_STAMP) notebook-filter
 	@main=0; rise=0; \
 	$(THREADS) $(BIN)/python -m pytest --ignore=tests/test_rise.py $(PYTEST_ARGS) || main=$$?; \
 	$(THREADS) $(BIN)/python -m pytest tests/test_rise.py $(PYTEST_ARGS) || rise=$$?; \

@@ -234,6 +234,38 @@ def _picture_layout():
     return widgets.Layout(max_height="560px", max_width="100%", width="auto", height="auto",
                           object_fit="contain")
 
+# The sliders move on a log scale, in steps a keyboard can cross in about 20 presses
+# (tests/test_widgets.py counts them): arrow keys one step, PageUp/PageDown five
+# (ipywidgets' default keyboard page), Home/End the ends; any value can also be typed
+# into the box after a slider (its readout), e.g. T = 8 between two steps.
+TEMPERATURE_RANGE = (-1.3, 1.3)  # decades: T from 0.05 to 20
+TEMPERATURE_STEP = 0.1  # decades: 1, 0.1 and 10 on the grid; 26 presses end to end
+D_K_RANGE = (0, 10)  # powers of two: d_k from 1 to 1024
+D_K_STEP = 1  # one press doubles or halves d_k: 1, 2, 4, ..., 1024 in 10 presses
+KEYS_HELP = ("<small>Keys: Tab to a slider, then ←/→ one step (a tenth of a decade for T, "
+             "a doubling for d_k), PageUp/PageDown five steps, Home/End the ends; "
+             "or type a value into the box after the slider.</small>")
+
+
+def temperature_slider(value=1.0, **kwargs):
+    """The temperature slider: T from 0.05 to 20 on a log scale, 0.1 decade per arrow key."""
+    return widgets.FloatLogSlider(value=value, base=10, min=TEMPERATURE_RANGE[0], max=TEMPERATURE_RANGE[1],
+                                  step=TEMPERATURE_STEP, description="temperature T", readout_format=".2f",
+                                  **kwargs)
+
+
+def d_k_slider(value, **kwargs):
+    """The d_k slider: 1 to 1024 by powers of two (any whole d_k can still be set or typed)."""
+    return widgets.FloatLogSlider(value=value, base=2, min=D_K_RANGE[0], max=D_K_RANGE[1], step=D_K_STEP,
+                                  description="divide by √d_k", readout_format=".0f", **kwargs)
+
+
+def presses_across(slider, keys_per_press=1):
+    """How many presses of a key that moves ``keys_per_press`` steps take ``slider`` from one end to the other."""
+    steps = (slider.max - slider.min) / slider.step
+    return math.ceil(round(steps, 9) / keys_per_press)
+
+
 class AttentionExplorer:
     """Heatmaps of scores, weights and outputs with sliders for temperature and d_k.
 
@@ -305,11 +337,8 @@ class AttentionExplorer:
             "mode": widgets.ToggleButtons(
                 options=[("a lesson's vectors", "example"), ("random q, k of size d_k", "random")],
                 value=mode, description="mode", style={**style, "button_width": "190px"}),
-            "temperature": widgets.FloatLogSlider(
-                value=1.0, base=10, min=-1.3, max=1.3, step=0.01,  # 0.05 to 20, with 1.0 on the grid
-                description="temperature T", readout_format=".2f", style=style, layout=slider),
-            "d_k": widgets.IntSlider(
-                value=start.d_k, min=1, max=1024, description="divide by √d_k", style=style, layout=slider),
+            "temperature": temperature_slider(style=style, layout=slider),
+            "d_k": d_k_slider(start.d_k, style=style, layout=slider),
             "scaled": widgets.Checkbox(value=start.scaled, description="scale by 1/√d_k", style=style),
             "causal": widgets.Checkbox(value=False, description="causal mask (query i sees keys 0..i)",
                                        style=style),
@@ -327,6 +356,7 @@ class AttentionExplorer:
         for name in ("d_k_help", "notice", "image", "readout"):
             getattr(self, name).add_class(f"attention-explorer-{name.replace('_', '-')}")
         self.widget = widgets.VBox([
+            widgets.HTML(KEYS_HELP),
             widgets.HBox([self.controls["mode"]]),
             widgets.HBox([self.controls["example"], self.controls["sentence"]]),
             widgets.HBox([self.controls["temperature"],
@@ -372,6 +402,11 @@ class AttentionExplorer:
         return self._inputs["scores_limit"]
 
     @property
+    def d_k(self):
+        """The d_k the slider sets, as an integer (the slider's value is a float on a log scale)."""
+        return int(round(self.controls["d_k"].value))
+
+    @property
     def own_d_k(self):
         """How many numbers the q and k shown really have (random mode: the slider's d_k)."""
         return int(self._inputs["q"].shape[-1])
@@ -405,7 +440,7 @@ class AttentionExplorer:
     @property
     def divisor_text(self):
         """The divisor the scores are divided by now, e.g. ``"÷ √512 = 22.63"`` (``"÷ 1"`` unscaled)."""
-        d_k = self.controls["d_k"].value
+        d_k = self.d_k
         return f"÷ √{d_k} = {math.sqrt(d_k):.2f}" if self.controls["scaled"].value else "÷ 1"
 
     @property
@@ -416,7 +451,7 @@ class AttentionExplorer:
     def __repr__(self):
         c = self.controls
         if c["mode"].value == "random":
-            what = f"random q, k of size d_k = {c['d_k'].value}"
+            what = f"random q, k of size d_k = {self.d_k}"
         elif c["example"].value == CUSTOM:
             what = f"your sentence ({len(self._inputs['rows'])} tokens)"
         else:
@@ -458,7 +493,7 @@ class AttentionExplorer:
         n, m = self._weights.shape
         i = int(np.argmax(r["max_weight"]))
         if c["scaled"].value:
-            scores = f"the scaled scores q·k / √d_k (d_k = {c['d_k'].value}, {self.divisor_text})"
+            scores = f"the scaled scores q·k / √d_k (d_k = {self.d_k}, {self.divisor_text})"
         else:
             scores = "the unscaled scores q·k"
         return (f"Attention explorer: heatmaps of {scores}, the weights and the outputs for {n} queries × "
@@ -474,7 +509,7 @@ class AttentionExplorer:
         c = self.controls
         note = ""
         if c["mode"].value == "random":
-            q, k, v = random_qkv(c["d_k"].value, seed=self.seed)
+            q, k, v = random_qkv(self.d_k, seed=self.seed)
             rows = [f"q{i}" for i in range(RANDOM_N)]
             cols = [f"k{j}" for j in range(RANDOM_N)]
         elif c["example"].value == CUSTOM:
@@ -507,7 +542,7 @@ class AttentionExplorer:
     def _compute(self, inputs):
         """Scores (n, m), weights (n, m) and outputs (n, d_v) of ``inputs`` under the current controls."""
         c = self.controls
-        scale = 1.0 / math.sqrt(c["d_k"].value) if c["scaled"].value else 1.0
+        scale = 1.0 / math.sqrt(self.d_k) if c["scaled"].value else 1.0
         scores = attention_scores(inputs["q"], inputs["k"], scale=scale)  # (n, m)
         n, m = scores.shape
         logits = np.where(causal_mask(n, m), scores, -np.inf) if c["causal"].value else scores
@@ -590,7 +625,7 @@ class AttentionExplorer:
 
     def _d_k_help_text(self):
         c = self.controls
-        d_k, scaled = c["d_k"].value, c["scaled"].value
+        d_k, scaled = self.d_k, c["scaled"].value
         if c["mode"].value == "random":
             c["d_k"].description = "d_k = size of q, k"
             return (f"q and k have {d_k} numbers each; "
@@ -606,7 +641,7 @@ class AttentionExplorer:
     def _summary_lines(self):
         """The readouts' first lines as plain text."""
         c, r = self.controls, self.readouts
-        d_k = c["d_k"].value
+        d_k = self.d_k
         if not c["scaled"].value:
             formula = "unscaled scores = q·k"
         elif c["mode"].value == "random":
@@ -806,9 +841,7 @@ class TrainedHeadExplorer:
                                      description="head", style=style),
             "tokens": widgets.Text(value=text, description="your tokens", continuous_update=False,
                                    style=style, layout=widgets.Layout(width="420px")),
-            "temperature": widgets.FloatLogSlider(
-                value=1.0, base=10, min=-1.3, max=1.3, step=0.01, description="temperature T",
-                readout_format=".2f", style=style, layout=widgets.Layout(width="440px")),
+            "temperature": temperature_slider(style=style, layout=widgets.Layout(width="440px")),
         }
         self.image = widgets.Image(format="png", layout=_picture_layout())
         self.image_text = widgets.HTML()  # the picture in words, for a screen reader
@@ -819,6 +852,7 @@ class TrainedHeadExplorer:
         self.widget = widgets.VBox([
             widgets.HBox([self.controls["layer"], self.controls["head"], self.controls["tokens"]]),
             widgets.HTML(f"vocabulary: {vocabulary} (tokens separated by spaces)"),
+            widgets.HTML(KEYS_HELP),
             widgets.HBox([self.controls["temperature"],
                           widgets.HTML("weights = softmax(scores / T) over the keys 0..i")]),
             self.image,

@@ -425,7 +425,7 @@ def test_explorer_follows_the_keyboard_in_jupyterlab(page, lab):
         assert image_1 != image_0 and pixels_1 != pixels_0, "the heatmap did not change with T"
         assert readout_1 != readout_0 and f"temperature {t_value}" in readout_1
 
-        # d_k: PageUp moves 5 steps, so 3 presses take d_k from 3 to 18
+        # d_k: PageUp moves 5 doublings, so 3 presses take d_k from 3 up to its end, 1024
         d_k_before = int(_slider_readout(page, D_K))
         d_k_value, timings["d_k"] = _move(page, D_K, "PageUp", 3, lambda v: f"√{v}")
         image_2, readout_2 = _image_src(page), _readout(page)

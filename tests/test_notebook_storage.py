@@ -273,3 +273,86 @@ def test_a_site_page_shows_each_stored_figure_with_its_alt(tmp_path):
         publish.site_notebook(nb), resources=publish._resources(nb, "t", static, "index.html"))
     assert body.count(picture[:40]) == 2  # the described figure and the undescribed one, once each
     assert 'alt="A figure &amp; its &lt;words&gt;."' in body
+
+
+# ---------------------------------------------------------------------------
+# The clean filter (tools/clean_notebook.py): a JupyterLab save leaves git clean
+# ---------------------------------------------------------------------------
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import clean_notebook  # noqa: E402
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_the_clean_filter_passes_every_stored_notebook_through_unchanged(path):
+    text = path.read_text(encoding="utf-8")
+    assert clean_notebook.clean_text(text) == text
+    assert clean_notebook.clean_text(clean_notebook.clean_text(text)) == text
+
+
+def _as_jupyterlab_saves(text):
+    """What a JupyterLab save writes back: the Python version, "collapsed" keys, widget state and ids."""
+    nb = json.loads(text)
+    nb["metadata"]["language_info"]["version"] = "3.11.7"
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["metadata"]["collapsed"] = bool(cell["metadata"].get("jupyter", {}).get("outputs_hidden"))
+            cell["metadata"]["execution"] = {"iopub.status.busy": "2026-12-01T23:00:00.000Z"}
+            for output in cell.get("outputs", []):
+                view = output.get("data", {}).get(clean_notebook.WIDGET_VIEW)
+                if view:
+                    view["model_id"] = "0b5c1f3e2a7d4c9b8e6f1a2b3c4d5e6f"
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_the_clean_filter_removes_what_a_jupyterlab_save_adds():
+    for path in (ROOT / "notebooks" / "00-index.ipynb", ROOT / "notebooks" / "07-explorer.ipynb"):
+        text = path.read_text(encoding="utf-8")
+        saved = _as_jupyterlab_saves(text)
+        assert saved != text
+        assert clean_notebook.clean_text(saved) == text
+    assert clean_notebook.clean_text("<<<<<<< HEAD\n{") == "<<<<<<< HEAD\n{"  # not a notebook: unchanged
+
+
+def _lab_contents_manager(root):
+    """The contents manager `make lab` runs, configured by tools/jupyter_server_config.py."""
+    from traitlets.config import Config
+
+    config = Config()
+    path = ROOT / "tools" / "jupyter_server_config.py"
+    exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: config, "__file__": str(path)})
+    return config.ServerApp.contents_manager_class(root_dir=str(root))
+
+
+def test_make_lab_passes_the_server_configuration():
+    out = subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert f'--config="{ROOT}/tools/jupyter_server_config.py"' in out
+    assert "filter.notebook.clean" in subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True,
+                                                     text=True, check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_jupyterlab_save_of_every_lesson_leaves_git_status_clean(tmp_path):
+    """In a clone: each notebook saved through the lab's contents manager, as JupyterLab sends it after a run."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True, timeout=300)
+    for path in NOTEBOOKS:  # this checkout's notebooks, committed or not
+        shutil.copy(path, clone / path.relative_to(ROOT))
+    for name in (".gitattributes", "Makefile"):
+        shutil.copy(ROOT / name, clone / name)
+    subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "t"],
+                   cwd=clone, check=True)
+    manager = _lab_contents_manager(clone)
+    for path in NOTEBOOKS:
+        relative = path.relative_to(ROOT).as_posix()
+        content = json.loads(_as_jupyterlab_saves(path.read_text(encoding="utf-8")))
+        asyncio.run(manager.save({"type": "notebook", "format": "json", "content": content}, relative))
+    status = subprocess.run(["git", "status", "--porcelain", "--", "*.ipynb"], cwd=clone, check=True,
+                            capture_output=True, text=True).stdout
+    assert status == "", status

@@ -4,6 +4,7 @@ import io
 import math
 import tracemalloc
 
+import ipywidgets as widgets
 import numpy as np
 import pytest
 from PIL import Image
@@ -530,3 +531,53 @@ def test_the_trained_heads_explorer_writes_its_weights_10_pixels_high():
         box = text.get_window_extent(renderer=renderer)
         cell = text.axes.transData.transform([(0, 0), (1, 0)])
         assert box.width <= cell[1, 0] - cell[0, 0], f"{text.get_text()!r} is wider than its cell"
+
+
+# ---------------------------------------------------------------------------
+# Sliders a keyboard can drive: about 20 presses end to end
+# ---------------------------------------------------------------------------
+
+
+def _grid(slider):
+    """Every value the arrow keys reach, from the low end to the high end, one press apart."""
+    from helpers.widgets import presses_across
+
+    n = presses_across(slider)
+    return [slider.base ** (slider.min + i * slider.step) for i in range(n + 1)]
+
+
+@pytest.mark.parametrize("explorer", ["attention", "trained"])
+def test_every_slider_crosses_its_range_in_about_20_presses(explorer):
+    from helpers.widgets import TrainedHeadExplorer, presses_across
+
+    view = AttentionExplorer("journey") if explorer == "attention" else TrainedHeadExplorer()
+    sliders = {name: c for name, c in view.controls.items() if hasattr(c, "step") and hasattr(c, "max")}
+    assert sliders, "no slider found"
+    for name, slider in sliders.items():
+        presses = presses_across(slider)
+        assert 8 <= presses <= 30, f"{name}: {presses} arrow presses from one end to the other"
+        assert presses_across(slider, keys_per_press=5) <= 6, f"{name}: PageUp/PageDown take too many presses"
+        grid = _grid(slider)
+        assert math.isclose(grid[0], slider.base ** slider.min) and math.isclose(grid[-1], slider.base ** slider.max)
+
+
+def test_the_lessons_values_are_on_the_sliders_grid():
+    view = AttentionExplorer("journey")
+    temperatures = _grid(view.controls["temperature"])
+    for t in (0.1, 1.0, 10.0):  # notebook 07: T from 1 down to 0.1 takes 10 presses
+        assert any(math.isclose(t, g, rel_tol=1e-9) for g in temperatures), t
+    assert temperatures.index(min(temperatures, key=lambda g: abs(g - 1.0))) - \
+        temperatures.index(min(temperatures, key=lambda g: abs(g - 0.1))) == 10
+    d_ks = [round(g) for g in _grid(view.controls["d_k"])]
+    assert d_ks == [2 ** i for i in range(11)]  # 1, 4, 16, 64, 256, 1024 of notebook 07 among them
+    view.controls["d_k"].value = 300  # a value between two presses can still be set (or typed)
+    assert view.d_k == 300 and view.divisor_text == "÷ √300 = 17.32"
+
+
+def test_the_help_line_names_page_up_and_page_down():
+    from helpers.widgets import KEYS_HELP, TrainedHeadExplorer
+
+    for view in (AttentionExplorer("journey"), TrainedHeadExplorer()):
+        texts = [w.value for w in view.widget.children if isinstance(w, widgets.HTML)]
+        assert KEYS_HELP in texts
+    assert "PageUp/PageDown" in KEYS_HELP and "Home/End" in KEYS_HELP
