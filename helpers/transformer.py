@@ -1565,7 +1565,7 @@ def load_trained_induction_model(start="random"):
     --------
     >>> model, history = load_trained_induction_model()
     >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
-    (0, 2, 2, 3000)
+    (0, 2, 2, 4000)
     """
     from importlib import resources
 

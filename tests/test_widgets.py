@@ -191,6 +191,7 @@ def test_it_displays_as_a_widget(journey):
 def test_500_moves_do_not_grow_memory_or_figures():
     import matplotlib.pyplot as plt
 
+    plt.close("all")  # figures other tests left open are not the explorer's
     view = AttentionExplorer("journey")
     slider = view.controls["temperature"]
     for i in range(20):  # warm the caches (glyphs, colours)
