@@ -247,6 +247,13 @@ KEYS_HELP = ("<small>Keys: Tab to a slider, then ←/→ one step (a tenth of a 
              "or type a value into the box after the slider.</small>")
 
 
+def _keys_help():
+    """The keyboard help line (class ``keys-help``: a static deck, where nothing moves, leaves it out)."""
+    line = widgets.HTML(KEYS_HELP)
+    line.add_class("keys-help")
+    return line
+
+
 def temperature_slider(value=1.0, **kwargs):
     """The temperature slider: T from 0.05 to 20 on a log scale, 0.1 decade per arrow key."""
     return widgets.FloatLogSlider(value=value, base=10, min=TEMPERATURE_RANGE[0], max=TEMPERATURE_RANGE[1],
@@ -356,7 +363,7 @@ class AttentionExplorer:
         for name in ("d_k_help", "notice", "image", "readout"):
             getattr(self, name).add_class(f"attention-explorer-{name.replace('_', '-')}")
         self.widget = widgets.VBox([
-            widgets.HTML(KEYS_HELP),
+            _keys_help(),
             widgets.HBox([self.controls["mode"]]),
             widgets.HBox([self.controls["example"], self.controls["sentence"]]),
             widgets.HBox([self.controls["temperature"],
@@ -852,7 +859,7 @@ class TrainedHeadExplorer:
         self.widget = widgets.VBox([
             widgets.HBox([self.controls["layer"], self.controls["head"], self.controls["tokens"]]),
             widgets.HTML(f"vocabulary: {vocabulary} (tokens separated by spaces)"),
-            widgets.HTML(KEYS_HELP),
+            _keys_help(),
             widgets.HBox([self.controls["temperature"],
                           widgets.HTML("weights = softmax(scores / T) over the keys 0..i")]),
             self.image,
