@@ -53,3 +53,18 @@ else:
         saved = _np.get_printoptions()
         yield
         _np.set_printoptions(**saved)
+
+
+_MEDIUM_VARIABLES = ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")
+
+
+def pytest_runtest_setup(item):
+    """A notebook's cells are checked as the notebook page draws them, whatever ran before.
+
+    The stored outputs are the notebook medium's (helpers/style.py); a slide-medium
+    variable left in this process (by a tool a test called, or by the shell) would reach
+    the kernel nbval starts and change every figure's ``<img>``.
+    """
+    if str(getattr(item, "path", "")).endswith(".ipynb"):
+        for var in _MEDIUM_VARIABLES:
+            os.environ.pop(var, None)

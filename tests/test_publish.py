@@ -16,6 +16,7 @@ Screenshots go to test-artifacts/publish/.
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 import tarfile
@@ -678,3 +679,40 @@ def test_the_site_shows_figures_math_and_a_widget_snapshot(browser, site):
         assert watched.offsite == []
     finally:
         watched.close()
+
+
+def test_a_medium_reaches_only_its_own_kernel(tmp_path, monkeypatch):
+    """Two slide-medium runs at once (make slides runs two) leave this process's environment as it was.
+
+    The medium is handed to each kernel; set in os.environ and restored by each thread, it
+    once leaked, and every nbval kernel started after the deck tests drew for the slide.
+    """
+    import threading
+
+    import nbclient
+
+    seen, barrier = [], threading.Barrier(2, timeout=30)
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            self.nb = nb
+
+        def execute(self, env=None, **kwargs):
+            barrier.wait()  # both runs are under way before either ends
+            seen.append(((env or {}).get("ATTENTION_MEDIUM"), (env or {}).get("ATTENTION_CAP_PX"),
+                         os.environ.get("ATTENTION_MEDIUM"), os.environ.get("ATTENTION_CAP_PX")))
+            barrier.wait()
+            return self.nb
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    monkeypatch.delenv("ATTENTION_MEDIUM", raising=False)
+    monkeypatch.delenv("ATTENTION_CAP_PX", raising=False)
+    path = ROOT / "notebooks" / "00-index.ipynb"
+    runs = [threading.Thread(target=publish.executed, args=(path,),
+                             kwargs={"cache": tmp_path / str(i), "medium": "slide"}) for i in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert seen == [("slide", "1", None, None)] * 2
+    assert "ATTENTION_MEDIUM" not in os.environ and "ATTENTION_CAP_PX" not in os.environ

@@ -169,27 +169,24 @@ def executed(path: Path, *, cache: Path = EXECUTED, medium: str | None = None):
         return nbformat.read(cached, as_version=4)
     _kernel_environment()
     print(f"publish: running {rel}" + (f" ({medium} medium)" if medium else " to record its widgets"), flush=True)
-    saved = {var: os.environ.get(var) for var in ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")}
+    # The medium travels in the kernel's own environment, never in this process's: two runs go
+    # at once (_run_all's threads), and a variable set here would leak into the next kernel
+    # this process starts (a test's nbval kernel drew its figures for the slide).
+    env = {var: value for var, value in os.environ.items()
+           if var not in ("ATTENTION_MEDIUM", "ATTENTION_CAP_PX")}
     if medium:
-        os.environ["ATTENTION_MEDIUM"] = medium
-        os.environ["ATTENTION_CAP_PX"] = "1"
-    try:
-        client = NotebookClient(
-            nb,
-            kernel_name="python3",
-            timeout=900,
-            record_timing=False,
-            coalesce_streams=True,
-            store_widget_state=True,
-            resources={"metadata": {"path": str(path.parent)}},
-        )
-        client.execute()
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+        env["ATTENTION_MEDIUM"] = medium
+        env["ATTENTION_CAP_PX"] = "1"
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=900,
+        record_timing=False,
+        coalesce_streams=True,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute(env=env)
     if has_widgets(nb) and WIDGET_STATE not in nb.metadata.get("widgets", {}):
         raise RuntimeError(f"{rel}: the run recorded no widget state")
     # a figure that fails to draw (in the display formatter) is an error output, not an exception
