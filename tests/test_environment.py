@@ -288,3 +288,26 @@ def test_floors_constraints_pin_every_requirement_at_its_floor():
             floors.floor_of(bad)
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test-floors:\n\t\$\(PYTHON\) tools/floors\.py run$", makefile, re.MULTILINE)
+
+
+def test_the_floors_run_resolves_with_uv_lowest_direct_and_checks_it_landed_on_the_floors():
+    """make test-floors installs with uv's lowest-direct resolution and stops if a direct requirement missed its floor."""
+    import inspect
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import floors
+
+    source = inspect.getsource(floors.run)
+    assert '"--resolution", "lowest-direct"' in source
+    wanted = dict(floors.floor_of(r) for r in floors.requirements(extras=floors.EXTRAS))
+    assert {"numpy", "matplotlib", "pytest"} <= set(wanted)
+    assert "sphinx" not in wanted  # the site extra is not installed by the floors run
+    at_floor = {name: version + ".0" if version.count(".") == 1 else version for name, version in wanted.items()}
+    assert floors.off_floor(wanted, at_floor) == []  # 1.24 and 1.24.0 are one version
+    above = dict(at_floor, numpy="2.1.0")
+    assert floors.off_floor(wanted, above) == [f"numpy 2.1.0 (floor {wanted['numpy']})"]
+    missing = {k: v for k, v in at_floor.items() if k != "pytest"}
+    assert floors.off_floor(wanted, missing) == [f"pytest missing (floor {wanted['pytest']})"]
+    assert floors.installed_versions("NumPy==1.24.0\nnbval @ file:///x\njupyter_core==5.3\n") == {
+        "numpy": "1.24.0", "jupyter-core": "5.3"}

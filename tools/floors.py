@@ -4,12 +4,15 @@
     python3 tools/floors.py python         print the path of a Python of the oldest allowed version
     python3 tools/floors.py run [PYTEST ARGS...]
                                            `make test-floors`: build/floors/.venv on that Python,
-                                           install `.[test,bench]` constrained to the floors, run pytest
+                                           install `.[test,bench]` at the floors, run pytest
 
-pip has no "lowest versions" resolution, so the floors become a constraints
-file (`numpy==1.24`, ...) for the direct requirements; the indirect ones
-resolve to whatever the floors allow. Runs with the standard library only
-(Python 3.11+: tomllib), from any Python 3.11+.
+The resolution is uv's (installed into the floors venv from PyPI):
+`uv pip install --resolution lowest-direct` takes every direct requirement at the
+lowest version it allows, and the indirect ones at the newest the floors allow.
+The run then checks that each direct requirement did land on its floor, and stops
+if one did not. Where uv cannot be installed, plain pip does the same with a
+constraints file (`numpy==1.24`, ...: `floors.py constraints`). Runs with the
+standard library only (Python 3.11+: tomllib), from any Python 3.11+.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "floors"
 # The browser tests need Chromium and a JupyterLab server; the slow ones build a wheel.
 DEFAULT_PYTEST_ARGS = ["-m", "not browser and not slow"]
+EXTRAS = ("test", "bench")  # what the floors run installs, besides the runtime requirements
 THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -33,12 +37,13 @@ def _project() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
-def requirements(project: dict | None = None) -> list[str]:
-    """Every requirement string of the project: runtime, then each extra (self-references left out)."""
+def requirements(project: dict | None = None, extras: tuple[str, ...] | None = None) -> list[str]:
+    """Every requirement string of the project: runtime, then each extra (all, or ``extras``; self-references left out)."""
     project = project or _project()
     reqs = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        reqs.extend(r for r in extra if not _is_self(r, project["name"]))
+    for name, extra in project.get("optional-dependencies", {}).items():
+        if extras is None or name in extras:
+            reqs.extend(r for r in extra if not _is_self(r, project["name"]))
     return reqs
 
 
@@ -110,6 +115,35 @@ def find_python(version: tuple[int, int]) -> str:
     )
 
 
+def _step(cmd: list[str]) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def installed_versions(freeze: str) -> dict[str, str]:
+    """``name==version`` lines (pip freeze) as {normalized name: version}."""
+    found = {}
+    for line in freeze.splitlines():
+        if "==" in line:
+            name, version = line.split("==", 1)
+            found[name.strip().lower().replace("_", "-")] = version.strip()
+    return found
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """'1.24.0' -> (1, 24): the numeric release, trailing zeros dropped (1.24 and 1.24.0 are one version)."""
+    parts = [int(p) for p in re.match(r"[0-9]+(?:\.[0-9]+)*", version).group(0).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def off_floor(floors: dict[str, str], installed: dict[str, str]) -> list[str]:
+    """The direct requirements not installed at their floor, as 'name installed (floor F)'."""
+    return [f"{name} {installed.get(name, 'missing')} (floor {floor})" for name, floor in sorted(floors.items())
+            if name not in installed or _release(installed[name]) != _release(floor)]
+
+
 def run(pytest_args: list[str]) -> int:
     python = find_python(oldest_python())
     BUILD.mkdir(parents=True, exist_ok=True)
@@ -118,27 +152,30 @@ def run(pytest_args: list[str]) -> int:
     bin_python = venv / "bin" / "python"
     if venv.exists():
         shutil.rmtree(venv)  # always fresh: nothing left over from an earlier set of floors
-    steps = [
-        [python, "-m", "venv", str(venv)],
-        [str(bin_python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
-        [str(bin_python), "-m", "pip", "install", "--quiet", "-c", str(BUILD / "constraints.txt"),
-         "-e", ".[test,bench]"],
-    ]
-    for step in steps:
-        print("+", " ".join(step), flush=True)
-        subprocess.run(step, cwd=ROOT, check=True)
-    print("floors installed (direct requirements at their floor):", flush=True)
-    freeze = subprocess.run([str(bin_python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
+    _step([python, "-m", "venv", str(venv)])
+    _step([str(bin_python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "pip"])
+    extras = f".[{','.join(EXTRAS)}]"
+    if subprocess.run([str(bin_python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "uv"],
+                      cwd=ROOT).returncode == 0:
+        _step([str(bin_python), "-m", "uv", "pip", "install", "--quiet", "--python", str(bin_python),
+               "--resolution", "lowest-direct", "-e", extras])
+    else:
+        print("uv is not available: pip, with the floors as constraints (slower)", flush=True)
+        _step([str(bin_python), "-m", "pip", "install", "--quiet", "-c", str(BUILD / "constraints.txt"),
+               "-e", extras])
+    freeze = subprocess.run([str(bin_python), "-m", "pip", "list", "--format=freeze"],
+                            capture_output=True, text=True, check=True).stdout
     (BUILD / "installed.txt").write_text(freeze, encoding="utf-8")
-    floors = dict(floor_of(r) for r in requirements())
-    pinned = {}
-    for line in freeze.splitlines():
-        if "==" in line:
-            name, version = line.split("==", 1)
-            pinned[name.lower().replace("_", "-")] = version
+    floors = dict(floor_of(r) for r in requirements(extras=EXTRAS))
+    installed = installed_versions(freeze)
+    print("floors installed (direct requirements at their floor):", flush=True)
     for name, version in sorted(floors.items()):
-        print(f"  {name}=={pinned.get(name, '?')}  (floor {version})")
+        print(f"  {name}=={installed.get(name, '?')}  (floor {version})")
     print(f"  python {'.'.join(map(str, oldest_python()))}", flush=True)
+    missed = off_floor(floors, installed)
+    if missed:
+        print("test-floors: not at the floor: " + ", ".join(missed), flush=True)
+        return 1
     cmd = [str(bin_python), "-m", "pytest", *(pytest_args or DEFAULT_PYTEST_ARGS)]
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT, env={**os.environ, **THREADS}).returncode
