@@ -291,7 +291,7 @@ def test_floors_constraints_pin_every_requirement_at_its_floor():
 
 
 def test_the_floors_run_resolves_with_uv_lowest_direct_and_checks_it_landed_on_the_floors():
-    """make test-floors installs with uv's lowest-direct resolution and stops if a direct requirement missed its floor."""
+    """make test-floors resolves with uv lowest-direct and stops if a direct requirement missed its floor."""
     import inspect
     import sys
 

@@ -38,7 +38,7 @@ def _project() -> dict:
 
 
 def requirements(project: dict | None = None, extras: tuple[str, ...] | None = None) -> list[str]:
-    """Every requirement string of the project: runtime, then each extra (all, or ``extras``; self-references left out)."""
+    """Every requirement of the project: runtime, then each extra (all, or ``extras``; self-references out)."""
     project = project or _project()
     reqs = list(project["dependencies"])
     for name, extra in project.get("optional-dependencies", {}).items():
