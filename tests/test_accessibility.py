@@ -148,35 +148,6 @@ def test_every_site_page_meets_wcag_21_aa(browser, builds):
     assert problems == [], "\n".join(problems[:60]) + f"\n... {len(problems)} in all"
 
 
-def test_the_document_pages_meet_wcag_21_aa(browser, tmp_path):
-    """The site's pages of docs/*.md, CONTRIBUTING, CHANGELOG and LICENSE, built alone (seconds, not minutes).
-
-    The whole-site test above checks them too; this one runs without building the notebooks.
-    """
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import publish
-
-    pages = [p.relative_to(tmp_path).as_posix() for p in publish.build_documents(tmp_path)]
-    assert "docs/reference.html" in pages and "docs/sources.html" in pages
-    problems = []
-    for name in pages:
-        context, page, server = _open(browser, tmp_path, name)
-        try:
-            page.add_script_tag(path=str(AXE))
-            violations = page.evaluate(RUN_AXE, [None, TAGS])
-            lang = page.evaluate("() => document.documentElement.lang")
-            title = page.title()
-        finally:
-            server.__exit__(None, None, None)
-            context.close()
-        problems += _problems(violations, name)
-        problems += [f"{name}: no lang"] if lang != "en" else []
-        problems += [f"{name}: no title"] if not title.strip() else []
-    assert problems == [], "\n".join(problems[:60])
-
-
 def test_every_slide_of_every_deck_meets_wcag_21_aa(browser, builds):
     _, slides, decks = builds
     assert len(decks) >= 16

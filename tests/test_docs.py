@@ -9,6 +9,7 @@ the keys CFF 1.2.0 requires and the project's version.
 """
 
 import doctest
+import html
 import re
 import sys
 import tomllib
@@ -21,7 +22,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from publish import github_slug  # noqa: E402
 
 README = ROOT / "README.md"
 LINKS_START = "<!-- repository-links: written by tools/navigation.py from [project.urls] Source in pyproject.toml -->"
@@ -32,6 +32,19 @@ DOCUMENTS = sorted(
      *(ROOT / ".github" / "ISSUE_TEMPLATE").glob("*.md")]
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"<[^>]+>", "", html.unescape(text))  # the heading's text, without markup
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a markdown link: its text
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def test_headings_get_githubs_anchors():
+    ids = [github_slug(h) for h in ("Reference", "The `helpers` package", "Section 5.2", "Live lecture mode: RISE",
+                                    "A [link](x.md) in it")]
+    assert ids == ["reference", "the-helpers-package", "section-52", "live-lecture-mode-rise", "a-link-in-it"]
 
 
 def _project():

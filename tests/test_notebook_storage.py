@@ -4,7 +4,7 @@ A described figure (helpers/figures.py) is stored as its ``<img class="described
 (text/html, the PNG inside, the description as alt) and a text/plain, never with an
 image/png of the same picture beside it; the notebooks' metadata holds no
 ``language_info.version``. tools/slim_notebooks.py brings a notebook to that form, a
-kernel displays figures in it, and tools/publish.py still gives the site and the
+kernel displays figures in it, and tools/publish.py still gives the
 decks an image/png with its alt.
 """
 
@@ -262,17 +262,6 @@ def test_publish_gives_the_pages_an_image_png_with_the_alt(form):
     assert first.metadata["image/png"]["alt"] == "A figure & its <words>."
     assert "alt" not in second.get("metadata", {}).get("image/png", {})
     assert third.data["text/html"] == "<b>a table</b>"
-
-
-def test_a_site_page_shows_each_stored_figure_with_its_alt(tmp_path):
-    """nbconvert renders a slim notebook's figure as one <img> with the alt (site template)."""
-    nb, picture = _old_form()
-    slim_notebooks.slim(nb)
-    static = "_static"
-    body, _ = publish.site_exporter(static).from_notebook_node(
-        publish.site_notebook(nb), resources=publish._resources(nb, "t", static, "index.html"))
-    assert body.count(picture[:40]) == 2  # the described figure and the undescribed one, once each
-    assert 'alt="A figure &amp; its &lt;words&gt;."' in body
 
 
 # ---------------------------------------------------------------------------

@@ -1,14 +1,12 @@
-"""Lecture mode and the static site: slide metadata, the offline assets, the built pages.
+"""Lecture mode: slide metadata, the offline assets, the built decks (the site: tests/test_site.py).
 
-The slow part, building, happens once per module: the whole site and one deck
-(01, "I am happy") go into temporary folders. The notebooks with widgets are run
-once to record the widgets' state (cached in build/executed/, shared with
-``make site``). Two browser tests then open the results in headless Chromium,
-served from a loopback HTTP server with every other host unreachable:
-
-* the deck's first slide renders and the right arrow moves to the second;
-* the site's index and the explorer notebook show their figures, typeset math
-  and a widget snapshot, with no console error and no request off the machine.
+The slow part, building, happens once per module: one deck (01, "I am happy")
+goes into a temporary folder. The notebooks with widgets are run once to record
+the widgets' state (cached in build/executed/, shared with ``make slides`` and
+``make site``). A browser test then opens the deck in headless Chromium, served
+from a loopback HTTP server with every other host unreachable: the first slide
+renders and the right arrow moves to the second, with no console error and no
+request off the machine.
 
 Screenshots go to test-artifacts/publish/.
 """
@@ -38,7 +36,6 @@ import web_assets  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts" / "publish"
 DECK_SOURCE = ROOT / "notebooks" / "01-i-am-happy.ipynb"
-WIDGET_PAGE = "notebooks/01-i-am-happy.html"  # stored figures and the explorer
 TIMEOUT_MS = 60_000
 
 
@@ -311,151 +308,10 @@ def _check_offline_and_linked(root: Path, page: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    publish.build_site(out)
-    return out
-
-
-@pytest.fixture(scope="module")
 def deck(tmp_path_factory):
     out = tmp_path_factory.mktemp("slides")
     (page,) = publish.build_slides([DECK_SOURCE], out)
     return page
-
-
-def _page_of(site: Path, source: Path) -> Path:
-    return site / source.relative_to(ROOT).with_suffix(".html")
-
-
-def test_the_site_has_a_page_for_every_notebook(site):
-    sources = publish.site_notebooks()
-    numbered = list((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    solutions = list((ROOT / "instructor" / "solutions").glob("*.ipynb"))
-    assert len(numbered) >= 12 and len(solutions) >= 2
-    assert len(sources) == len(numbered) + 2 * len(solutions)  # each exercise: student and solution
-    for source in sources:
-        page = _page_of(site, source)
-        assert page.is_file(), page
-        title = publish.title_of(nbformat.read(source, as_version=4), "")
-        assert f"<title>{title}</title>" in page.read_text(encoding="utf-8").replace("&#34;", '"'), page
-    assert 'url=notebooks/00-index.html' in (site / "index.html").read_text(encoding="utf-8")
-
-
-def test_the_site_loads_nothing_from_the_network_and_has_no_broken_link(site):
-    pages = sorted(site.rglob("*.html"))
-    assert len(pages) > len(publish.site_notebooks())  # the notebooks, docs, the entry page
-    problems = [p for page in pages if "_static" not in page.parts for p in _check_offline_and_linked(site, page)]
-    assert problems == []
-
-
-def test_every_page_starts_with_the_lesson_not_the_colab_set_up(site):
-    """The Colab set-up cell does nothing on the web: no page shows it (issue 17)."""
-    for source in publish.site_notebooks():
-        html = _page_of(site, source).read_text(encoding="utf-8")
-        assert "Google Colab only" not in html and "google.colab" not in html, source.name
-    index = (site / "notebooks" / "00-index.html").read_text(encoding="utf-8")
-    first_cell = index.index('class="jp-Cell ')
-    if "jp-CodeCell" in index:
-        assert index.index("<h1", first_cell) < index.index('class="jp-Cell jp-CodeCell', first_cell)
-
-
-def test_the_site_notebook_leaves_out_the_set_up_cell_and_keeps_the_rest():
-    nb = nbformat.read(ROOT / "notebooks" / "02-cat-sat.ipynb", as_version=4)
-    site_nb = publish.site_notebook(nb)
-    assert [c for c in nb.cells if "colab-install" in c.metadata.get("tags", [])]
-    assert not [c for c in site_nb.cells if "colab-install" in c.metadata.get("tags", [])]
-    assert len(site_nb.cells) == len(nb.cells) - 1
-
-
-def test_links_between_notebooks_lead_to_pages(site):
-    index = (site / "notebooks" / "00-index.html").read_text(encoding="utf-8")
-    assert 'href="01-i-am-happy.html"' in index
-    for page in site.rglob("*.html"):
-        hrefs = [v for tag, attr, v in links_of(page) if tag == "a" and not urlsplit(v).scheme]
-        assert not [h for h in hrefs if ".ipynb" in h], page
-
-
-def test_widgets_are_saved_in_the_pages_that_show_them(site):
-    for source in publish.site_notebooks():
-        html = _page_of(site, source).read_text(encoding="utf-8")
-        shows_widget = publish.has_widgets(nbformat.read(source, as_version=4))
-        assert ("application/vnd.jupyter.widget-state+json" in html) == shows_widget, source.name
-        if shows_widget:
-            assert "html-manager/dist/embed-amd.js" in html
-
-
-# ---------------------------------------------------------------------------
-# The documents on the site (docs/*.md, CONTRIBUTING, CHANGELOG, LICENSE)
-# ---------------------------------------------------------------------------
-
-
-def test_a_document_link_leads_to_a_page_or_becomes_text(tmp_path):
-    source = ROOT / "docs" / "reference.md"
-    page = tmp_path / "docs" / "reference.html"
-    body = (
-        '<a href="teaching.md#live-lecture-mode-rise">plan</a> '
-        '<a href="../notebooks/01-i-am-happy.ipynb">01</a> '
-        '<a href="../CONTRIBUTING.md#releasing">releasing</a> '
-        '<a href="../LICENSE">licence</a> '
-        '<a href="../tools/publish.py"><code>tools/publish.py</code></a> '
-        '<a href="../binder/">binder</a> '
-        '<a href="../README.md">the README</a> '
-        '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY</a> '
-        '<a href="#threads">threads</a>'
-    )
-    out = publish.document_links(body, source, page, tmp_path)
-    assert 'href="teaching.html#live-lecture-mode-rise"' in out
-    assert 'href="../notebooks/01-i-am-happy.html"' in out
-    assert 'href="../CONTRIBUTING.html#releasing"' in out
-    assert 'href="../LICENSE.html"' in out
-    # not on the site: the text stays, the link goes
-    assert "<code>tools/publish.py</code>" in out and "publish.py\"" not in out
-    assert " binder " in out and "the README" in out and "README.md" not in out
-    assert 'href="https://creativecommons.org/licenses/by/4.0/"' in out and 'href="#threads"' in out
-    assert ".md" not in out.replace("README", "")
-
-
-def test_document_headings_get_githubs_anchors():
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    text = "# Reference\n\n## The `helpers` package\n\n## Section 5.2\n\n## Live lecture mode: RISE\n\n"
-    text += "## Tests\n\n## Tests\n"
-    body = publish.heading_ids(markdown2html_mistune(text))
-    ids = re.findall(r'<h[1-6] id="([^"]*)"', body)
-    assert ids == ["reference", "the-helpers-package", "section-52", "live-lecture-mode-rise", "tests", "tests-1"]
-    assert "anchor-link" not in body  # no bare ¶ link for a screen reader to read out
-
-
-def test_every_document_is_a_page_of_the_site(site):
-    entry = (site / "index.html").read_text(encoding="utf-8")
-    for doc in publish.site_documents():
-        rel = doc.relative_to(ROOT).with_suffix(".html").as_posix()
-        html = (site / rel).read_text(encoding="utf-8")
-        assert '<html lang="en">' in html, rel
-        assert f"<title>{publish.document_title(doc)}</title>" in html.replace("&quot;", '"'), rel
-        assert '<nav aria-label="Site">' in html and "<main>" in html, rel
-        assert f'href="{rel}"' in entry, f"the site's entry page does not link {rel}"
-    expected = {"docs/reference.md", "docs/teaching.md", "docs/glossary.md", "docs/accessibility.md",
-                "docs/sources.md", "exercises/README.md", "CONTRIBUTING.md", "CHANGELOG.md"}
-    assert {d.relative_to(ROOT).as_posix() for d in publish.site_documents()} >= expected
-    assert "MIT License" in (site / "LICENSE.html").read_text(encoding="utf-8")
-    assert 'href="LICENSE.html"' in entry
-
-
-def test_links_of_the_documents_lead_to_pages_and_their_anchors(site):
-    """A document's links on the site: no .md or .ipynb left, every target page built, every #anchor an id."""
-    for doc in publish.site_documents():
-        page = _page_of(site, doc)
-        for tag, _, value in links_of(page):
-            parts = urlsplit(value)
-            if tag != "a" or parts.scheme:
-                continue
-            assert not parts.path.endswith((".md", ".ipynb")), f"{page.name}: {value}"
-            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
-            assert target.is_file(), f"{page.name}: {value} points at nothing"
-            if parts.fragment:
-                assert f'id="{parts.fragment}"' in target.read_text(encoding="utf-8"), f"{page.name}: {value}"
 
 
 def test_the_deck_follows_the_slide_metadata(deck):
@@ -481,13 +337,7 @@ def test_a_rebuild_removes_the_pages_of_renamed_notebooks(tmp_path):
 
 def _export_slides(nb) -> str:
     body, _ = publish.slides_exporter("_static").from_notebook_node(
-        publish.deck_notebook(nb), resources=publish._resources(nb, "lesson", "_static", "index.html"))
-    return body
-
-
-def _export_site(nb) -> str:
-    body, _ = publish.site_exporter("_static").from_notebook_node(
-        publish.site_notebook(nb), resources=publish._resources(nb, "lesson", "_static", "index.html"))
+        publish.deck_notebook(nb), resources=publish._resources(nb, "lesson", "_static"))
     return body
 
 
@@ -532,28 +382,9 @@ def test_a_cell_tagged_slides_hide_code_shows_only_its_output_on_the_slide():
     nb = new_notebook(cells=[new_markdown_cell("# A deck"), plot, kept])
     for cell, kind in zip(nb.cells, ("slide", "subslide", "subslide")):
         cell.metadata["slideshow"] = {"slide_type": kind}
-    deck, site = _export_slides(nb), _export_site(nb)
+    deck = _export_slides(nb)
     assert "FIGURE-STAND-IN" in deck and "PLOTTING_CODE" not in deck and "KEPT_CODE" in deck
-    assert "PLOTTING_CODE" in site  # the site and the notebook keep the code
     assert "PLOTTING_CODE" in nb.cells[1].source
-
-
-def test_the_site_shows_collapsed_cells_as_closed_expandable_blocks():
-    nb = _lesson_notebook()
-    html = _export_site(nb)
-    blocks = re.findall(r'<details class="collapsed-cells"><summary>(.*?)</summary>(.*?)</details>', html, flags=re.S)
-    assert [summary for summary, _ in blocks] == ["Show the answer", "Show the document check", "Show the code"]
-    answer, appendix, code = (inner for _, inner in blocks)
-    assert "SIX-IS-THE-ANSWER" in answer and "DOCUMENT-TABLE" not in answer
-    # the two appendix cells form one block, with the printed table inside it
-    assert "DOCUMENT-TABLE" in appendix and "CAUSES" in appendix and appendix.count('class="jp-Cell ') == 2
-    assert ">ones<" in code  # np.ones(2), highlighted
-    # what stays visible: the question, the appendix heading, every other cell
-    outside = re.sub(r"<details.*?</details>", "", html, flags=re.S)
-    for text in ("Predict first", "Appendix: the document", "Step 1: add", "Summary"):
-        assert text in outside, text
-    assert "<details open" not in html and html.count("<details") == 3
-    assert "site_details" not in str(nb.cells[7].metadata)  # the notebook itself is not marked
 
 
 # ---------------------------------------------------------------------------
@@ -638,43 +469,6 @@ def test_the_deck_opens_on_its_title_and_moves_on(browser, deck):
             heading.wait_for(state="visible")
             assert heading.inner_text().strip().lower() == second_heading.lower()
             watched.shot("deck-second-slide")
-        assert watched.errors == []
-        assert watched.offsite == []
-    finally:
-        watched.close()
-
-
-@pytest.mark.browser
-def test_the_site_shows_figures_math_and_a_widget_snapshot(browser, site):
-    watched = Watched(browser)
-    page = watched.page
-    try:
-        with StaticServer(site) as server:
-            page.goto(server.url("index.html"))
-            page.wait_for_url("**/notebooks/00-index.html")
-            _wait_for_mathjax(page)
-            assert page.locator("mjx-container").count() > 0
-            numbered = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-            for source in numbered[1:]:
-                assert page.locator(f'a[href="{source.stem}.html"]').count() > 0, source.name
-            watched.shot("site-index")
-
-            page.locator('a[href="01-i-am-happy.html"]').first.click()
-            page.wait_for_url(f"**/{WIDGET_PAGE}")
-            _wait_for_mathjax(page)
-            # The widget snapshot: the html manager renders the saved sliders and the explorer's picture.
-            image = page.locator("img.attention-explorer-image").first
-            image.wait_for(state="visible")
-            assert page.evaluate("(img) => img.complete && img.naturalWidth > 300", image.element_handle())
-            assert page.locator(".attention-explorer-temperature .widget-readout").first.inner_text().strip() == "1.00"
-            assert page.locator(".widget-slider").count() >= 2
-            # Every stored figure (a PNG output) has loaded.
-            figures = page.locator(".jp-RenderedImage img")
-            assert figures.count() >= 3
-            assert page.evaluate("() => [...document.querySelectorAll('.jp-RenderedImage img')]"
-                                 ".every((img) => img.complete && img.naturalWidth > 0)")
-            image.scroll_into_view_if_needed()
-            watched.shot("site-explorer")
         assert watched.errors == []
         assert watched.offsite == []
     finally:

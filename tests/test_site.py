@@ -65,6 +65,56 @@ def site(tmp_path_factory):
     return out
 
 
+WIDGET_PAGE = "notebooks/01-i-am-happy.html"  # stored figures, formulas and an explorer
+
+
+def _page_of(site: Path, source: Path) -> Path:
+    return site / source.relative_to(ROOT).with_suffix(".html")
+
+
+def test_an_explorer_shows_as_its_described_picture_and_no_page_loads_a_widget_manager(site):
+    """A static page has no kernel: an explorer is its stored picture with its description, not dead sliders."""
+    import publish
+
+    shown = 0
+    for source in site_build.lessons() + site_build.exercises():
+        page = _page_of(site, source).read_text(encoding="utf-8")
+        assert "widget-state+json" not in page and "embed-amd.js" not in page, source.name
+        if publish.has_widgets(nbformat.read(source, as_version=4)):
+            shown += 1
+            assert 'class="described-figure" alt="' in page, source.name
+    assert shown >= 3  # 01, 07 and 12 at least show an explorer
+
+
+def test_no_page_shows_the_colab_set_up_cell(site):
+    """The Colab set-up cell does nothing on the web: a page starts with the lesson."""
+    for source in site_build.lessons() + site_build.exercises():
+        page = _page_of(site, source).read_text(encoding="utf-8")
+        assert "Google Colab only" not in page and "google.colab" not in page, source.name
+
+
+def test_every_document_is_a_page_of_the_site(site):
+    """docs/*.md, exercises/README, CONTRIBUTING, CHANGELOG and the licence are pages, linked from the start page."""
+    import html as html_module
+    import re
+
+    start = (site / "index.html").read_text(encoding="utf-8")
+    expected = {"docs/reference.md", "docs/teaching.md", "docs/glossary.md", "docs/accessibility.md",
+                "docs/sources.md", "docs/classroom.md", "exercises/README.md", "CONTRIBUTING.md", "CHANGELOG.md"}
+    assert {d.relative_to(ROOT).as_posix() for d in site_build.documents()} >= expected
+    for doc in site_build.documents():
+        rel = doc.relative_to(ROOT).with_suffix(".html").as_posix()
+        page = (site / rel).read_text(encoding="utf-8")
+        heading = next(line for line in doc.read_text(encoding="utf-8").splitlines() if line.startswith("# "))
+        def words(text):  # Sphinx writes straight quotes as curly ones
+            return re.sub(r"[`*\"'\u201c\u201d\u2018\u2019]", "", text)
+
+        assert '<html lang="en"' in page and words(heading[2:]).strip() in words(html_module.unescape(page)), rel
+        assert f'href="{rel}"' in start, f"the start page does not link {rel}"
+    assert "MIT License" in (site / "LICENSE.html").read_text(encoding="utf-8")
+    assert 'href="LICENSE.html"' in start
+
+
 def test_the_student_site_publishes_every_lesson_and_no_instructor_page(site):
     for path in site_build.lessons() + site_build.exercises():
         assert (site / path.relative_to(ROOT)).with_suffix(".html").is_file(), path
@@ -148,6 +198,28 @@ def test_a_phone_shows_code_inside_its_block(site, browser):
         assert page.locator("nav.bd-docs-nav a", has_text="I am happy").first.is_visible()
     context.close()
     assert offsite == []
+
+
+@pytest.mark.browser
+def test_a_lesson_shows_its_figures_formulas_and_a_widget_snapshot(site, browser):
+    """01's page as a reader sees it: every figure loaded (the explorer's picture among them), the formulas typeset."""
+    offsite, errors = [], []
+    context = _context(browser, offsite, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with StaticServer(site) as server:
+        page.goto(server.url(WIDGET_PAGE), wait_until="networkidle")
+        # MathJax typesets after its start-up: wait for the first formula, not for the start-up's promise
+        page.wait_for_function("() => document.querySelectorAll('article mjx-container').length > 0", timeout=60_000)
+        explorer = page.locator('article img.described-figure[alt^="Attention explorer"]').first
+        explorer.wait_for(state="visible")
+        assert page.evaluate("(img) => img.complete && img.naturalWidth > 300", explorer.element_handle())
+        figures = page.locator("article img.described-figure")
+        assert figures.count() >= 3
+        assert page.evaluate("() => [...document.querySelectorAll('article img.described-figure')]"
+                             ".every((img) => img.complete && img.naturalWidth > 0 && img.alt.length > 20)")
+    context.close()
+    assert errors == [] and offsite == [], (errors, offsite)
 
 
 def test_launch_buttons_appear_once_the_repository_is_named(monkeypatch):

@@ -1,50 +1,40 @@
-"""Build the lecture slide decks and the static site, both working offline.
+"""Build the lecture slide decks, working offline.
 
-    python tools/publish.py slides [NOTEBOOK ...]   reveal.js decks into build/slides/
-    python tools/publish.py site                    the whole collection as HTML into build/site/
+    python tools/publish.py slides [NOTEBOOK ...]   reveal.js decks into build/slides/ (make slides)
 
-The site reads the notebooks as stored (their saved outputs are what is shown).
+The site is a book of its own (tools/site/build.py, ``make site``: Sphinx, MyST-NB and
+sphinx-book-theme); it uses this module's recorded widget state (:func:`with_widget_state`),
+titles (:func:`title_of`) and collapsed-cell summaries (:func:`collapse_summary`).
+
 The decks are built from a slide rendering (``--medium slide``, the default): each
 notebook is run once more, on a copy, with ``ATTENTION_MEDIUM=slide``, so that every
 figure is drawn for the slide (helpers/style.py: 16:9, text at least 14 pt) and its
 ``<img>`` carries its texts' cap heights for tools/deck_report.py; two kernels run at
 a time, and ``make slides`` takes about 3 minutes on a shared 2-core machine
 (``--medium stored`` shows the stored outputs, ``--medium notebook`` re-runs them as
-the notebook page draws them, for a comparison). For the site,
-a notebook whose outputs hold a widget is first run once more in a fresh
-kernel, on a copy, to record the widgets' state, which ``make notebooks``
-leaves out of the stored files so that they re-run without a diff. The copies
-are cached in ``build/executed/`` and reused while the notebook and ``helpers/``
-(its modules and its data, ``helpers/data/``) are unchanged.
+the notebook page draws them, for a comparison). A notebook whose outputs hold a
+widget is run once more in a fresh kernel, on a copy, to record the widgets' state,
+which ``make notebooks`` leaves out of the stored files so that they re-run without a
+diff. The copies are cached in ``build/executed/`` and reused while the notebook and
+``helpers/`` (its modules and its data, ``helpers/data/``) are unchanged.
 
-Every script a page loads (reveal.js, RequireJS, MathJax 3, ipywidgets' HTML
+Every script a deck loads (reveal.js, RequireJS, MathJax 3, ipywidgets' HTML
 manager) is copied from ``build/vendor/`` (see tools/web_assets.py) into the
 build's ``_static/`` folder and linked by a relative address: a build can be
 zipped, copied to a USB stick or served by any static web server, and no page
 asks the network for anything. Links between notebooks are rewritten to the
-built pages.
-
-The site also publishes the repository's documents (:func:`site_documents`:
-``docs/*.md``, exercises/README.md, CONTRIBUTING.md, CHANGELOG.md, and LICENSE as text) as pages in
-the same look, with ``lang``, a title and a navigation bar; their headings get
-GitHub's anchors, so ``reference.md#threads`` works on both. A link from a
-document to another document or a notebook is rewritten to its page; a link to
-a file the site does not publish (a script, a folder) keeps its text and loses
-the link, so no page points at nothing.
+decks (or to the list of decks).
 
 Slide decks follow each cell's slide type (tools/slide_metadata.py); decks
 open with reveal.js keyboard navigation (arrows, space, ``s`` for the speaker
 view, whose notes plugin is vendored too). "notes" cells become the speaker
 notes. Collapsed cells (tag ``collapsed`` or ``jupyter.source_hidden`` /
 ``outputs_hidden``: document checks and answers) are never slides: collapsed
-prose goes to the speaker notes, collapsed code is left out. On the site the
-same cells show as an expandable block (``<details>``), closed, whose summary
-says what it holds ("Show the answer", "Show the document check", "Show the
-code"). A code cell tagged ``slides-hide-code`` (plotting code that is not the
-point) shows only its output on a slide; the notebook and the site keep its
-code. Widgets appear as the snapshot of their saved state, at 70 % of their
-size on a slide. ``python tools/deck_report.py`` measures the built decks in
-Chromium (slides, slides that overflow, slides with speaker notes).
+prose goes to the speaker notes, collapsed code is left out. A code cell tagged
+``slides-hide-code`` (plotting code that is not the point) shows only its output
+on a slide; the notebook and the site keep its code. Widgets appear as the
+snapshot of their saved state. ``python tools/deck_report.py`` measures the built
+decks in Chromium (slides, slides that overflow, slides with speaker notes).
 """
 
 from __future__ import annotations
@@ -58,7 +48,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from urllib.parse import unquote
 
 import nbformat
 
@@ -77,26 +66,11 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # Relative links to notebooks (optionally with an #anchor) in the exported HTML.
 NOTEBOOK_LINK = re.compile(r'(href=")(?![a-z][a-z0-9+.-]*:|#|/)([^"#]*?)\.ipynb((?:#[^"]*)?")')
-MARKDOWN_LINK = re.compile(r'(href=")(?![a-z][a-z0-9+.-]*:|#|/)([^"#]*?)\.md((?:#[^"]*)?")')
 
 
 # ---------------------------------------------------------------------------
 # What gets published
 # ---------------------------------------------------------------------------
-
-
-def site_notebooks() -> list[Path]:
-    """Every notebook of the collection: the numbered ones, then the exercises."""
-    pages = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    for folder in (ROOT / "exercises" / "student", ROOT / "instructor" / "solutions"):
-        pages += sorted(folder.glob("*.ipynb"))
-    return pages
-
-
-def site_documents() -> list[Path]:
-    """The repository's documents the site publishes as pages: docs/*.md, exercises/README, CONTRIBUTING, CHANGELOG."""
-    return sorted((ROOT / "docs").glob("*.md")) + [
-        ROOT / "exercises" / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md"]
 
 
 def title_of(nb, default: str) -> str:
@@ -221,7 +195,7 @@ def _run_all(paths: list[Path], medium: str) -> dict[Path, object]:
 
 
 # ---------------------------------------------------------------------------
-# Collapsed cells: out of the decks, expandable on the site
+# Collapsed cells: out of the decks (the site shows them as closed controls: tools/site/build.py)
 # ---------------------------------------------------------------------------
 
 DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
@@ -281,42 +255,9 @@ def collapse_summary(cells, i) -> str:
     return "Show the code" if cell.cell_type == "code" else "Show the details"
 
 
-def site_notebook(nb):
-    """A copy of ``nb`` for the site: no Colab set-up cell, runs of collapsed cells marked.
-
-    Consecutive collapsed cells (answers and the rest apart) form one block: the
-    first gets ``metadata.site_details`` (the summary), the last
-    ``metadata.site_details_end``; the site template wraps them in
-    ``<details><summary>...</summary> ... </details>``.
-    """
-    nb = copy.deepcopy(nb)
-    # The Colab set-up cell does nothing outside Colab: a web page leaves it out, so
-    # that the page starts with the lesson (the notebook itself keeps it, collapsed).
-    nb.cells = [c for c in nb.cells if "colab-install" not in slide_metadata._tags(c)]
-    cells = nb.cells
-    i = 0
-    while i < len(cells):
-        if not slide_metadata.is_collapsed(cells[i]):
-            i += 1
-            continue
-        answer = "answer" in slide_metadata._tags(cells[i])
-        j = i
-        while (j + 1 < len(cells) and slide_metadata.is_collapsed(cells[j + 1])
-               and ("answer" in slide_metadata._tags(cells[j + 1])) == answer):
-            j += 1
-        cells[i].metadata["site_details"] = collapse_summary(cells, i)
-        cells[j].metadata["site_details_end"] = True
-        i = j + 1
-    return figure_alt(nb)
-
-
 # ---------------------------------------------------------------------------
 # Export
 # ---------------------------------------------------------------------------
-
-
-def _static_url(page: Path, out: Path) -> str:
-    return Path(os.path.relpath(out / "_static", page.parent)).as_posix()
 
 
 def _copy_static(out: Path) -> None:
@@ -326,12 +267,11 @@ def _copy_static(out: Path) -> None:
                     ignore=shutil.ignore_patterns(".packages.json", "axe-core"))
 
 
-def _resources(nb, name: str, static: str, home: str) -> dict:
+def _resources(nb, name: str, static: str) -> dict:
     return {
         "metadata": {"name": title_of(nb, name)},
         "mathjax3_url": f"{static}/mathjax/es5/tex-chtml-full.js",
         "widgets_assets_url": f"{static}/@jupyter-widgets/html-manager/dist/",
-        "site_home": home,
     }
 
 
@@ -339,14 +279,6 @@ def _configure(exporter, static: str) -> None:
     exporter.require_js_url = f"{static}/requirejs/require.js"
     exporter.widget_renderer_url = f"{static}/@jupyter-widgets/html-manager/dist/embed-amd.js"
     exporter.exclude_anchor_links = True
-
-
-def site_exporter(static: str):
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="site", extra_template_basedirs=[str(TEMPLATES)])
-    _configure(exporter, static)
-    return exporter
 
 
 # A code cell tagged so shows only its output on a slide (plotting code that is not the point):
@@ -378,7 +310,7 @@ def _remove_stale(out: Path, keep: list[Path]) -> None:
 
 
 def _page_shell(title: str, body: str, nav: str = "") -> str:
-    """A plain page (the slides' list, the site's documents) in the same look as the notebooks.
+    """A plain page (the list of decks) in the same look as the notebooks.
 
     ``nav``, when given, is a navigation bar above the page's ``<main>``. Code blocks wrap
     rather than scroll: a scrolling block would need to be reachable from the keyboard.
@@ -429,7 +361,7 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides", 
     runs = _run_all(paths, medium)
     for path in paths:
         nb = deck_notebook(runs[path])
-        body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static, "index.html"))
+        body, _ = exporter.from_notebook_node(nb, resources=_resources(nb, path.stem, static))
 
         def relink(m, decks=decks):
             stem = Path(m.group(2)).name
@@ -459,176 +391,15 @@ def build_slides(paths: list[Path] | None = None, out: Path = BUILD / "slides", 
     return built
 
 
-# ---------------------------------------------------------------------------
-# Site
-# ---------------------------------------------------------------------------
-
-
-def _relink_site(body: str) -> str:
-    body = NOTEBOOK_LINK.sub(lambda m: m.group(1) + m.group(2) + ".html" + m.group(3), body)
-    return MARKDOWN_LINK.sub(lambda m: m.group(1) + m.group(2) + ".html" + m.group(3), body)
-
-
-SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:|^//", re.IGNORECASE)
-ANCHOR = re.compile(r'<a href="([^"]*)"([^>]*)>(.*?)</a>', re.DOTALL)
-# mistune's heading, as nbconvert renders it: <hN id="Jupyter-style-id">text<a class="anchor-link" ...>¶</a></hN>
-HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?)(?:<a class="anchor-link" href="[^"]*">[^<]*</a>)?</h\1>', re.DOTALL)
-LICENSE_FILE = "LICENSE"
-
-
-def github_slug(text: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"<[^>]+>", "", html.unescape(text))  # the heading's text, without markup
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a markdown link: its text
-    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
-
-
-def heading_ids(body: str) -> str:
-    """Give each heading of a rendered document GitHub's anchor as its id (and drop the ¶ link)."""
-    seen: dict[str, int] = {}
-
-    def one(m):
-        slug = github_slug(m.group(2))
-        n = seen.get(slug, 0)
-        seen[slug] = n + 1
-        ident = slug if n == 0 else f"{slug}-{n}"
-        return f'<h{m.group(1)} id="{ident}">{m.group(2)}</h{m.group(1)}>'
-
-    return HEADING.sub(one, body)
-
-
-def _published(rel: Path) -> Path | None:
-    """The site page (relative to the site's root) of the repository file ``rel``, or None."""
-    if (ROOT / rel) in site_documents():
-        return rel.with_suffix(".html")
-    if rel.as_posix() == LICENSE_FILE:
-        return Path("LICENSE.html")
-    if rel.suffix == ".ipynb" and (ROOT / rel) in site_notebooks():
-        return rel.with_suffix(".html")
-    return None
-
-
-def document_links(body: str, source: Path, page: Path, out: Path) -> str:
-    """The links of ``source`` (a document of the repository) as they work from ``page`` on the site.
-
-    A link to a published document or notebook leads to its page (anchor kept); a link
-    to anything else in the repository keeps its text and loses the link; links to
-    other sites and to anchors of the same page are kept.
-    """
-
-    def one(m):
-        href = html.unescape(m.group(1))
-        if SCHEME.match(href) or href.startswith("#"):
-            return m.group(0)
-        path, _, anchor = href.partition("#")
-        target = Path(os.path.normpath(source.parent / unquote(path)))
-        try:
-            rel = target.relative_to(ROOT)
-        except ValueError:  # outside the repository
-            return m.group(3)
-        published = _published(rel)
-        if published is None:
-            return m.group(3)
-        new = Path(os.path.relpath(out / published, page.parent)).as_posix() + (f"#{anchor}" if anchor else "")
-        return f'<a href="{html.escape(new)}"{m.group(2)}>{m.group(3)}</a>'
-
-    return ANCHOR.sub(one, body)
-
-
-def _document_nav(page: Path, out: Path) -> str:
-    """The navigation bar of a document's page: the collection's start and every document."""
-
-    def link(target: Path, text: str) -> str:
-        href = Path(os.path.relpath(out / target, page.parent)).as_posix()
-        current = ' aria-current="page"' if (out / target) == page else ""
-        return f'<a href="{href}"{current}>{html.escape(text)}</a>'
-
-    items = [link(Path("notebooks/00-index.html"), "Attention, Step by Step")]
-    for doc in site_documents():
-        name = doc.parent.name if doc.stem == "README" else doc.stem  # exercises/README.md: "Exercises"
-        items.append(link(doc.relative_to(ROOT).with_suffix(".html"), name.capitalize()))
-    items.append(link(Path("LICENSE.html"), "Licence"))
-    return " · ".join(items)
-
-
-def document_title(path: Path) -> str:
-    """A markdown document's title: its first ``# `` heading, as plain text."""
-    text = path.read_text(encoding="utf-8")
-    heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
-    return re.sub(r"[*_`]", "", heading)
-
-
-def _markdown_page(path: Path, out: Path) -> Path:
-    """A markdown document of the repository (docs/*.md, CONTRIBUTING.md, ...) as a page of the site."""
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    page = out / path.relative_to(ROOT).with_suffix(".html")
-    page.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text(encoding="utf-8")
-    body = document_links(heading_ids(markdown2html_mistune(text)), path, page, out)
-    page.write_text(_page_shell(document_title(path), body, _document_nav(page, out)), encoding="utf-8")
-    return page
-
-
-def _license_page(out: Path) -> Path:
-    page = out / "LICENSE.html"
-    text = (ROOT / LICENSE_FILE).read_text(encoding="utf-8")
-    body = f"<h1>Licence</h1>\n<pre>{html.escape(text)}</pre>"
-    page.write_text(_page_shell("Attention, Step by Step: licence", body, _document_nav(page, out)), encoding="utf-8")
-    return page
-
-
-def build_documents(out: Path = BUILD / "site") -> list[Path]:
-    """The repository's documents (:func:`site_documents`, and LICENSE) as pages of the site in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    return [_markdown_page(doc, out) for doc in site_documents()] + [_license_page(out)]
-
-
-def build_site(out: Path = BUILD / "site", paths: list[Path] | None = None) -> list[Path]:
-    """The collection as static HTML: every notebook, the documents and an index.html entry page."""
-    whole = not paths  # a full build also removes the pages of notebooks that no longer exist
-    paths = [Path(p).resolve() for p in (paths or site_notebooks())]
-    out.mkdir(parents=True, exist_ok=True)
-    _copy_static(out)
-    home_page = out / "notebooks" / "00-index.html"
-    built = []
-    for path in paths:
-        page = out / path.relative_to(ROOT).with_suffix(".html")
-        page.parent.mkdir(parents=True, exist_ok=True)
-        static = _static_url(page, out)
-        nb = site_notebook(with_widget_state(path))
-        home = Path(os.path.relpath(home_page, page.parent)).as_posix()
-        body, _ = site_exporter(static).from_notebook_node(nb, resources=_resources(nb, path.stem, static, home))
-        page.write_text(_relink_site(body), encoding="utf-8")
-        built.append(page)
-        print(f"publish: {out.name}/{page.relative_to(out)}", flush=True)
-    built += build_documents(out)
-    documents = [(d.relative_to(ROOT).with_suffix(".html").as_posix(), document_title(d)) for d in site_documents()]
-    documents.append(("LICENSE.html", "Licence"))
-    items = "\n".join(f'<li><a href="{href}">{html.escape(title)}</a></li>' for href, title in documents)
-    entry = (
-        '<meta http-equiv="refresh" content="0; url=notebooks/00-index.html">\n'
-        '<p><a href="notebooks/00-index.html">Attention, Step by Step: start here</a></p>\n'
-        f"<ul>\n{items}\n</ul>"
-    )
-    (out / "index.html").write_text(_page_shell("Attention, Step by Step", entry), encoding="utf-8")
-    if whole:
-        _remove_stale(out, [*built, out / "index.html"])
-    return built
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["slides", "site"])
+    parser.add_argument("what", choices=["slides"], help="slides (the site: tools/site/build.py, make site)")
     parser.add_argument("notebooks", nargs="*", type=Path, help="only these notebooks (default: all)")
-    parser.add_argument("--out", type=Path, help="the output folder (default build/slides or build/site)")
+    parser.add_argument("--out", type=Path, help="the output folder (default build/slides)")
     parser.add_argument("--medium", choices=MEDIA, default="slide",
                         help="slides: draw the figures for the slide (default), the notebook page, or as stored")
     args = parser.parse_args(argv)
-    if args.what == "slides":
-        built = build_slides(args.notebooks or None, args.out or BUILD / "slides", medium=args.medium)
-    else:
-        built = build_site(args.out or BUILD / "site", args.notebooks or None)
+    built = build_slides(args.notebooks or None, args.out or BUILD / "slides", medium=args.medium)
     print(f"publish: {len(built)} pages in {(args.out or BUILD / args.what)}")
     return 0
 

@@ -3,8 +3,9 @@
     python tools/site/build.py [--solutions] [--out build/site]
 
 The notebooks are shown as stored: MyST-NB executes nothing (``nb_execution_mode = "off"``,
-tools/site/conf.py). A notebook whose outputs hold a widget is run once more on a copy to record
-its widgets' state (tools/publish.py's ``with_widget_state``, cached in build/executed/).
+tools/site/conf.py), and no notebook is run to build the site. An explorer (a widget) shows as
+the described picture it stores beside its widget view: a static page has no kernel to move its
+sliders, and the picture carries its text description.
 
 The pages are staged in build/site-src/ in the repository's own layout (notebooks/,
 exercises/student/, docs/, ...), so a relative link between two published files works as it does
@@ -41,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-import publish  # noqa: E402  (with_widget_state, title_of, collapse_summary)
+import publish  # noqa: E402  (title_of, collapse_summary)
 import slide_metadata  # noqa: E402
 import web_assets  # noqa: E402
 
@@ -129,7 +130,7 @@ def stage(with_solutions: bool, stage_dir: Path = STAGE) -> list[Path]:
     for path in notebooks:
         target = stage_dir / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(site_notebook(publish.with_widget_state(path)), target)
+        nbformat.write(site_notebook(nbformat.read(path, as_version=4)), target)
     for doc in documents():
         target = stage_dir / doc.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
