@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from . import figures
+from . import figures, style
 from .attention import entropy
 
 __all__ = [
@@ -248,10 +248,11 @@ def heatmap(
             for j in range(m):
                 value = matrix[i, j]
                 if np.isneginf(value):
-                    ax.text(j, i, "-", ha="center", va="center", color="0.4")
+                    ax.text(j, i, "-", ha="center", va="center", color="0.4", gid=style.CELL_VALUE)
                     continue
                 colour = _text_colour(image.cmap(image.norm(value)))
-                ax.text(j, i, fmt.format(value), ha="center", va="center", color=colour, fontsize=9)
+                ax.text(j, i, fmt.format(value), ha="center", va="center", color=colour, fontsize=9,
+                        gid=style.CELL_VALUE)
     if colorbar:
         bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
         bar.set_label(_stacked(label), fontsize=9 if "\n" not in _stacked(label) else 8.5)

@@ -36,7 +36,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["MEDIA", "current", "medium", "is_slide", "fit_for_slide", "cap_heights", "SLIDE_SIZE_IN",
+__all__ = ["MEDIA", "current", "medium", "is_slide", "fit_for_slide", "drop_crowded_values", "CELL_VALUE",
+           "cap_heights", "SLIDE_SIZE_IN",
            "SLIDE_DPI", "SLIDE_MIN_PT", "SLIDE_MAX_PT", "CAP_RATIO", "ENVIRONMENT"]
 
 MEDIA = ("notebook", "slide")
@@ -51,6 +52,8 @@ SLIDE_SIZE_IN = (8.8, 4.95)
 # 100 dpi is 19.4 px, its cap height (DejaVu Sans: 0.73 em) 14.2 px in the PNG, 13.4 px on screen.
 SLIDE_MIN_PT = 14.0
 SLIDE_MAX_PT = 22.0
+# The gid of a number written in a matrix cell (plots.heatmap): on a slide, crowded ones are hidden.
+CELL_VALUE = "cell-value"
 CAP_RATIO = 0.73  # DejaVu Sans, matplotlib's default face: cap height / font size
 
 _override: list[str] = []
@@ -179,4 +182,32 @@ def fit_for_slide(fig):
         fig.canvas.draw()
     except Exception:  # the layout engine the figure came with cannot solve the slide's size
         fig.set_layout_engine("none")
+    drop_crowded_values(fig)
     return fig
+
+
+def drop_crowded_values(fig):
+    """Hide the numbers written in a panel's cells (texts whose gid is CELL_VALUE) where any two of them overlap.
+
+    At slide size a small panel cannot hold one readable number per cell: numbers that run
+    into each other read as neither. The panel then shows its colours (and its colour bar)
+    alone, as a slide should; titles, axis labels and ticks stay. Returns the number of
+    panels whose values were hidden.
+    """
+    hidden = 0
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_gid() == CELL_VALUE and t.get_visible() and t.get_text().strip()]
+        boxes = []
+        for text in texts:
+            try:
+                boxes.append(text.get_window_extent(renderer))
+            except (RuntimeError, ValueError):
+                continue
+        crowded = any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        if crowded:
+            for text in texts:
+                text.set_visible(False)
+            hidden += 1
+    return hidden

@@ -101,3 +101,38 @@ def test_a_figure_is_fitted_once(monkeypatch):
     again = style.cap_heights(fig)
     assert (min(again), max(again)) == (min(once), max(once))
     assert tuple(fig.get_size_inches()) == size
+
+
+def _cell_texts(fig):
+    return [t for ax in fig.axes for t in ax.texts if t.get_text().strip()]
+
+
+def test_on_a_slide_a_panel_too_small_for_its_numbers_shows_its_colours_alone(monkeypatch):
+    """Three 8 x 8 heatmaps in a strip: at slide size their cell numbers would run into each other."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    rng = np.random.default_rng(1)
+    fig, axes = plt.subplots(1, 3, figsize=(10, 2.4))
+    for ax in axes:
+        plots.heatmap(rng.random((8, 8)), ax=ax)
+    assert len(_cell_texts(fig)) == 3 * 64 and all(t.get_visible() for t in _cell_texts(fig))
+    style.fit_for_slide(fig)
+    assert not any(t.get_visible() for t in _cell_texts(fig)), "crowded numbers are hidden"
+    boxes = [t.get_window_extent() for t in style._texts(fig)]
+    assert boxes, "the titles and labels stay"
+    plt.close(fig)
+
+
+def test_on_a_slide_a_panel_with_room_keeps_its_numbers(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    plots.heatmap(np.array([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]]), ["I", "am", "happy"],
+                  ["I", "am", "happy"], ax=ax)
+    style.fit_for_slide(fig)
+    texts = _cell_texts(fig)
+    assert len(texts) == 9 and all(t.get_visible() for t in texts)
+    boxes = [t.get_window_extent() for t in texts]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
