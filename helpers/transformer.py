@@ -60,8 +60,14 @@ __all__ = [
     "loss_from_logits",
     "ov_circuit",
     "qk_circuit_through",
+    "qk_circuit",
+    "positional_qk",
     "direct_logit_attribution",
     "repeat_loss_by_offset",
+    "repeat_loss_by_distance",
+    "distance_task",
+    "longest_distance",
+    "gapped_induction_task",
     "TRAINING_CONFIG",
     "RECIPE",
 ]
@@ -74,19 +80,20 @@ TRAINING_CONFIG = {
     "n_heads": 2,
     "seq_len": 24,
     "batch": 64,
-    "lr": 3e-3,
-    "steps": 3000,
-    "min_period": 4,
+    "lr": 1e-2,
+    "steps": 4000,
+    "min_period": 2,
     "max_period": 12,
     "start": "random",
+    "gap_share": 0.5,
 }
 
 # How the stored weights were made, in words that do not depend on this file's line numbers.
 RECIPE = (
     "helpers.transformer.train_induction(seed=SEED, **CONFIG) with one BLAS thread: "
     "AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed) "
-    "in float32; each step draws a fresh batch with induction_task(batch, seq_len, vocab_size, "
-    "rng=np.random.default_rng([seed, 1]), min_period, max_period, start) "
+    "in float32; each step draws a fresh batch with gapped_induction_task(batch, seq_len, vocab_size, "
+    "rng=np.random.default_rng([seed, 1]), min_period, max_period, gap_share) "
     "and takes one Adam step (lr, betas 0.9/0.999, eps 1e-8) "
     "on the mean cross-entropy of predicting tokens[:, 1:] from every position but the last."
 )
@@ -673,7 +680,94 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12,
     return tokens.astype(np.int64), periods.astype(np.int64), starts.astype(np.int64)
 
 
-def _check_starts(starts, periods, n):
+def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_period=12, gap_share=0.5):
+    """Random tokens with one segment repeated later, after a gap of random tokens or straight after.
+
+    A share ``gap_share`` of the sequences (in expectation) has a *gap*: its
+    *distance* ``d`` between the two copies is drawn uniformly from
+    ``min_period + 1..seq_len - min_period``, its period ``p`` uniformly from
+    the lengths that fit (``min_period..min(max_period, d - 1, seq_len - d)``)
+    and the gap is ``g = d - p`` random tokens. The others have no gap
+    (``g = 0``, ``d = p``) and a period drawn uniformly from
+    ``min_period..min(max_period, seq_len // 2)``. Then a start ``s`` is drawn
+    uniformly from ``0..seq_len - 2p - g``, and the ``p`` tokens from ``s`` on
+    (the *segment*) are copied to ``s + p + g..s + 2p + g - 1`` (the
+    *repeat*). Distances, offsets and periods all vary over the whole
+    context, so no window of them is enough to do well.
+
+    Parameters
+    ----------
+    batch, seq_len, vocab_size : int
+        ``seq_len`` must be at least ``2 * min_period``.
+    rng : numpy.random.Generator or int
+    min_period, max_period : int, default 2 and 12
+    gap_share : float in [0, 1], default 0.5
+        The share of sequences (in expectation) with a gap.
+
+    Returns
+    -------
+    tokens : ndarray of int64, shape (batch, seq_len)
+    periods, starts, gaps : ndarray of int64, shape (batch,)
+        ``p``, ``s`` and ``g`` of each sequence:
+        ``tokens[b, i] == tokens[b, i - p - g]`` for ``s + p + g <= i < s + 2p + g``.
+
+    Examples
+    --------
+    >>> tokens, periods, starts, gaps = gapped_induction_task(3, 16, 16, np.random.default_rng(0))
+    >>> all((row[s + p + g:s + 2 * p + g] == row[s:s + p]).all()
+    ...     for row, p, s, g in zip(tokens, periods, starts, gaps))
+    True
+    """
+    batch = _positive_int(batch, "batch")
+    seq_len = _positive_int(seq_len, "seq_len")
+    vocab_size = _positive_int(vocab_size, "vocab_size")
+    min_period = _positive_int(min_period, "min_period")
+    max_period = _positive_int(max_period, "max_period")
+    if max_period < min_period:
+        raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
+    if seq_len < 2 * min_period:
+        raise ValueError(
+            f"seq_len must be >= 2 * min_period = {2 * min_period} so that the segment fits twice: "
+            f"got seq_len={seq_len}"
+        )
+    gap_share = _finite_float(gap_share, "gap_share")
+    if not 0.0 <= gap_share <= 1.0:
+        raise ValueError(f"gap_share must be in [0, 1]: got {gap_share!r}")
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    n, low = seq_len, min_period
+    gapped = (rng.random(batch) < gap_share) & (n >= 2 * low + 1)  # (batch,)
+    # Without a gap: the period uniform in low..min(max_period, n // 2).
+    plain = rng.integers(low, min(max_period, n // 2) + 1, size=batch)
+    # With one: the distance uniform in low + 1..n - low, then the period among those that fit.
+    distance = rng.integers(low + 1, max(n - low, low + 1) + 1, size=batch)
+    top = np.maximum(np.minimum(np.minimum(max_period, distance - 1), n - distance), low)
+    spaced = rng.integers(low, top + 1)
+    periods = np.where(gapped, spaced, plain)
+    gaps = np.where(gapped, distance - spaced, 0)
+    starts = rng.integers(0, n - 2 * periods - gaps + 1)  # (batch,), each in 0..n - 2p - g
+    tokens = rng.integers(0, vocab_size, size=(batch, seq_len))  # (batch, seq_len)
+    i = np.arange(seq_len)[None, :]
+    s, p, g = starts[:, None], periods[:, None], gaps[:, None]
+    in_repeat = (i >= s + p + g) & (i < s + 2 * p + g)
+    source = np.where(in_repeat, i - p - g, i)
+    tokens = np.take_along_axis(tokens, source, axis=1)
+    return tokens.astype(np.int64), periods.astype(np.int64), starts.astype(np.int64), gaps.astype(np.int64)
+
+
+def _check_gaps(gaps, periods):
+    arr = np.asarray(0 if gaps is None else gaps)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"gaps must be integers, one per sequence: got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        arr = np.full(periods.shape, int(arr))
+    if arr.shape != periods.shape:
+        raise ValueError(f"gaps must have the shape of periods {periods.shape}: got gaps.shape={arr.shape}")
+    if arr.min() < 0:
+        raise ValueError(f"gaps must be >= 0: got {int(arr.min())}")
+    return arr.astype(np.int64)
+
+
+def _check_starts(starts, periods, n, gaps=0):
     """``starts`` as an int64 array like ``periods`` (a scalar is broadcast), the repeat inside n."""
     arr = np.asarray(0 if starts is None else starts)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
@@ -682,9 +776,9 @@ def _check_starts(starts, periods, n):
         arr = np.full(periods.shape, int(arr))
     if arr.shape != periods.shape:
         raise ValueError(f"starts must have the shape of periods {periods.shape}: got starts.shape={arr.shape}")
-    if arr.min() < 0 or (arr + periods).max() > n - 1:
+    if arr.min() < 0 or (arr + periods + gaps).max() > n - 1:
         raise ValueError(
-            f"starts must lie in 0..n-1-p (the repeat must start inside n = {n}): "
+            f"starts must lie in 0..n-1-p-g (the repeat must start inside n = {n}): "
             f"got starts {int(arr.min())}..{int(arr.max())} with periods {int(periods.min())}..{int(periods.max())}"
         )
     return arr.astype(np.int64)
@@ -706,7 +800,7 @@ def _check_periods(periods, batch, n):
     return arr.astype(np.int64)
 
 
-def repeat_masks(periods, n, starts=0):
+def repeat_masks(periods, n, starts=0, gaps=0):
     """Which positions' next token the repeat makes predictable, and which are random.
 
     Parameters
@@ -716,12 +810,15 @@ def repeat_masks(periods, n, starts=0):
         Sequence length.
     starts : array_like of int, shape (B,), or int, default 0
         Where each segment starts (:func:`induction_task` returns them).
+    gaps : array_like of int, shape (B,), or int, default 0
+        Random tokens between the segment and its repeat
+        (:func:`gapped_induction_task` returns them).
 
     Returns
     -------
     repeat : ndarray of bool, shape (B, n)
-        ``s + p <= i <= s + 2p - 2``: the current token was seen one period
-        ago, and the next one is the token that followed it then.
+        ``s + p + g <= i <= s + 2p + g - 2``: the current token was seen
+        ``p + g`` positions ago, and the next one is the token that followed it then.
     other : ndarray of bool, shape (B, n)
         Every other position that has a next token (``i <= n - 2``): its
         next token is a fresh random draw.
@@ -734,26 +831,29 @@ def repeat_masks(periods, n, starts=0):
     """
     periods = np.asarray(periods)
     starts = np.broadcast_to(np.asarray(starts), periods.shape)[:, None]
+    gaps = np.broadcast_to(np.asarray(gaps), periods.shape)[:, None]
     periods = periods[:, None]
     i = np.arange(n)[None, :]
-    repeat = (i >= starts + periods) & (i <= starts + 2 * periods - 2) & (i <= n - 2)
+    first = starts + periods + gaps  # the repeat's first position
+    repeat = (i >= first) & (i <= first + periods - 2) & (i <= n - 2)
     return repeat, (i <= n - 2) & ~repeat
 
 
-def _induction_batch_scores(weights, periods, starts):
+def _induction_batch_scores(weights, periods, starts, gaps=0):
     """Previous-token and induction scores (H,) of one layer's weights (B, H, n, n)."""
     B, H, n, _ = weights.shape
     prev = weights[:, :, np.arange(1, n), np.arange(0, n - 1)].mean(axis=(0, 2))  # (H,)
     i = np.arange(n)[None, :]
-    s, p = starts[:, None], periods[:, None]
-    rows = (i >= s + p) & (i <= s + 2 * p - 2)  # (B, n); i <= n - 1 by construction
-    rows_b, rows_i = np.nonzero(rows)  # the predictable rows s + p <= i <= s + 2p - 2
-    cols = rows_i - periods[rows_b] + 1
+    distance = periods + np.broadcast_to(np.asarray(gaps), periods.shape)  # (B,)
+    s, p, d = starts[:, None], periods[:, None], distance[:, None]
+    rows = (i >= s + d) & (i <= s + d + p - 2)  # (B, n); i <= n - 1 by construction
+    rows_b, rows_i = np.nonzero(rows)  # the predictable rows s + d <= i <= s + d + p - 2
+    cols = rows_i - distance[rows_b] + 1
     induct = weights[rows_b, :, rows_i, cols].mean(axis=0)  # (R, H) -> (H,)
     return prev, induct
 
 
-def head_scores(model, tokens, periods, starts=0):
+def head_scores(model, tokens, periods, starts=0, gaps=0):
     """How much each head behaves like a previous-token head and like an induction head.
 
     Parameters
@@ -768,6 +868,9 @@ def head_scores(model, tokens, periods, starts=0):
         ``n - 1`` when ``s + 2p > n``).
     starts : array_like of int, shape (B,), or int, default 0
         Where each segment starts, ``s``.
+    gaps : array_like of int, shape (B,), or int, default 0
+        Random tokens between the segment and its repeat, ``g``
+        (:func:`gapped_induction_task`); the distance between the copies is ``d = p + g``.
 
     Returns
     -------
@@ -775,9 +878,9 @@ def head_scores(model, tokens, periods, starts=0):
         ``"previous_token"``: ndarray (L, H), the mean weight query ``i``
         puts on key ``i - 1``, over every sequence and every ``i >= 1``.
         ``"induction"``: ndarray (L, H), the mean weight query ``i`` puts on
-        key ``i - p + 1`` (the token that followed the earlier occurrence of
+        key ``i - d + 1`` (the token that followed the earlier occurrence of
         the current token), over every sequence and every predictable
-        position ``s + p <= i <= s + 2p - 2`` of the repeat (and ``i <= n - 1``).
+        position ``s + d <= i <= s + d + p - 2`` of the repeat (and ``i <= n - 1``).
         Both lie in [0, 1]; 1 means all of the weight, always.
 
     Examples
@@ -795,7 +898,8 @@ def head_scores(model, tokens, periods, starts=0):
     if n < 2:
         raise ValueError(f"tokens must have n >= 2 positions for the scores: got tokens.shape={tokens.shape}")
     periods = _check_periods(periods, B, n)
-    starts = _check_starts(starts, periods, n)
+    gaps = _check_gaps(gaps, periods)
+    starts = _check_starts(starts, periods, n, gaps)
     patterns = np.asarray(model.attention_patterns(tokens))  # (B, L, H, n, n)
     if patterns.ndim != 5 or patterns.shape[0] != B or patterns.shape[-2:] != (n, n):
         raise ValueError(
@@ -804,7 +908,7 @@ def head_scores(model, tokens, periods, starts=0):
         )
     L, H = patterns.shape[1:3]
     flat = patterns.reshape(B, L * H, n, n)
-    prev, induct = _induction_batch_scores(flat, periods, starts)
+    prev, induct = _induction_batch_scores(flat, periods, starts, gaps)
     return {"previous_token": prev.reshape(L, H), "induction": induct.reshape(L, H)}
 
 
@@ -846,6 +950,96 @@ def repeat_loss_by_offset(model, offsets, period=6, batch=512, seed=0):
             batch, n, model.vocab_size, np.random.default_rng([seed, int(s)]), period, period, start=int(s)
         )
         repeat, _ = repeat_masks(periods, n, starts)
+        out.append(model.loss(tokens, np.roll(tokens, -1, axis=1), repeat))
+    return np.array(out)
+
+
+def distance_task(batch, seq_len, vocab_size, distance, gap, rng, segment=4):
+    """Fresh random tokens with one segment repeated ``distance`` positions later, anywhere.
+
+    Without a gap the segment is ``distance`` tokens long and its repeat
+    follows it at once; with one, the segment is ``min(segment, distance - 1)``
+    tokens long and random tokens fill the rest of the distance. The start is
+    drawn per sequence, uniformly over every position where both copies fit.
+
+    Returns
+    -------
+    tokens : ndarray of int64, shape (batch, seq_len)
+    periods, starts, gaps : ndarray of int64, shape (batch,)
+        As from :func:`gapped_induction_task` (``periods + gaps == distance``).
+
+    Examples
+    --------
+    >>> tokens, periods, starts, gaps = distance_task(2, 24, 16, 10, True, np.random.default_rng(0))
+    >>> periods.tolist(), gaps.tolist()
+    ([4, 4], [6, 6])
+    """
+    batch, seq_len, vocab_size = (_positive_int(v, name) for v, name in
+                                  ((batch, "batch"), (seq_len, "seq_len"), (vocab_size, "vocab_size")))
+    distance, segment = _positive_int(distance, "distance"), _positive_int(segment, "segment")
+    period = min(segment, distance - 1) if gap else distance
+    if period < 2 or distance + period > seq_len:
+        raise ValueError(
+            f"distance must leave a segment of at least 2 tokens and fit twice: got distance={distance}, "
+            f"gap={bool(gap)}, seq_len={seq_len} (segment {period}, needs distance + segment <= seq_len)"
+        )
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    periods = np.full(batch, period)
+    gaps = np.full(batch, distance - period)
+    starts = rng.integers(0, seq_len - distance - period + 1, size=batch)
+    tokens = rng.integers(0, vocab_size, size=(batch, seq_len))
+    i = np.arange(seq_len)[None, :]
+    s = starts[:, None]
+    in_repeat = (i >= s + distance) & (i < s + distance + period)
+    tokens = np.take_along_axis(tokens, np.where(in_repeat, i - distance, i), axis=1)
+    return tokens.astype(np.int64), periods.astype(np.int64), starts.astype(np.int64), gaps.astype(np.int64)
+
+
+def longest_distance(seq_len, gap, segment=4):
+    """The longest distance :func:`distance_task` fits into ``seq_len`` (without a gap ``seq_len // 2``)."""
+    return seq_len - segment if gap else seq_len // 2
+
+
+def repeat_loss_by_distance(model, distances, gap, segment=4, batch=512, seed=0):
+    """The loss on the repeat at each distance between the two copies, on fresh random tokens.
+
+    For every distance ``d``, ``batch`` sequences of :func:`distance_task`
+    (segment and repeat ``d`` apart, with or without a gap of random tokens,
+    anywhere in the context); the loss is the mean cross-entropy over the
+    predictable positions of the repeat (:func:`repeat_masks`). A head that
+    reads the tokens does about as well at every distance; one that learnt a
+    window of distances does well only inside it.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    distances : sequence of int
+        Each fits: ``d <= max_len // 2`` without a gap, ``d + min(segment, d - 1) <= max_len`` with one.
+    gap : bool
+    segment : int, default 4
+        The segment's length when there is a gap.
+    batch : int, default 512
+    seed : int, default 0
+        Distance ``d`` uses ``np.random.default_rng([seed, d, gap])``.
+
+    Returns
+    -------
+    ndarray, shape (len(distances),)
+        In nats; ``log(vocab_size)`` is a uniform guess.
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=24)
+    >>> repeat_loss_by_distance(model, [4, 12], gap=False, batch=8).shape
+    (2,)
+    """
+    n = model.max_len
+    out = []
+    for d in distances:
+        tokens, periods, starts, gaps = distance_task(
+            batch, n, model.vocab_size, int(d), gap, np.random.default_rng([seed, int(d), int(bool(gap))]), segment
+        )
+        repeat, _ = repeat_masks(periods, n, starts, gaps)
         out.append(model.loss(tokens, np.roll(tokens, -1, axis=1), repeat))
     return np.array(out)
 
@@ -1041,6 +1235,71 @@ def qk_circuit_through(model, head, previous):
     return query @ key.T / math.sqrt(model.d_head)  # (V, V)
 
 
+def qk_circuit(model, head, query_from=None, key_from=None):
+    """A later head's token-by-token attention score, each side read straight or through an earlier head.
+
+    Each side is a token's embedding ``W_E`` (``None``) or what an earlier
+    head writes when it attends to a position holding that token (its OV
+    output ``W_E W_V W_O``). ``key_from=previous`` with ``query_from=None`` is
+    :func:`qk_circuit_through` (K-composition); ``query_from`` set reads the
+    query side through an earlier head too (Q-composition): with both sides
+    through earlier heads, row ``a`` is the token that head saw from the
+    query and column ``b`` the one it saw from the key.
+
+    Parameters
+    ----------
+    model : AttentionOnlyTransformer
+    head : (layer, head)
+        The later head (its queries and keys).
+    query_from, key_from : (layer, head) or None
+        The earlier head each side reads, or None for the token embedding.
+
+    Returns
+    -------
+    ndarray, shape (V, V)
+        ``[a, b]``: the score (divided by sqrt(d_head)).
+
+    Examples
+    --------
+    >>> model = AttentionOnlyTransformer(16, 8, 2, 2, max_len=12)
+    >>> np.allclose(qk_circuit(model, (1, 0), key_from=(0, 1)), qk_circuit_through(model, (1, 0), (0, 1)))
+    True
+    """
+    (l1, h1), = _check_ablate([head], model.n_layers, model.n_heads)
+    p = model.params
+
+    def side(source, w):
+        if source is None:
+            return p["W_E"] @ p[w][l1, h1]  # (V, d)(d, e)
+        (l0, h0), = _check_ablate([source], model.n_layers, model.n_heads)
+        return p["W_E"] @ p["W_V"][l0, h0] @ p["W_O"][l0, h0] @ p[w][l1, h1]  # (V, e)
+
+    return side(query_from, "W_Q") @ side(key_from, "W_K").T / math.sqrt(model.d_head)  # (V, V)
+
+
+def positional_qk(model, layer, head):
+    """A head's attention score from the positional embeddings alone: ``W_pos W_Q (W_pos W_K)^T / sqrt(e)``.
+
+    Row ``i`` is the query position, column ``j`` the key position; above the
+    diagonal (the future) it is ``-inf``, as the causal mask makes it. A
+    previous-token head scores ``j = i - 1`` highest in every row.
+
+    Returns
+    -------
+    ndarray, shape (max_len, max_len)
+
+    Examples
+    --------
+    >>> positional_qk(AttentionOnlyTransformer(16, 8, 2, 2, max_len=5), 0, 1).shape
+    (5, 5)
+    """
+    (layer, head), = _check_ablate([(layer, head)], model.n_layers, model.n_heads)
+    p = model.params
+    scores = (p["W_pos"] @ p["W_Q"][layer, head]) @ (p["W_pos"] @ p["W_K"][layer, head]).T / math.sqrt(model.d_head)
+    n = model.max_len
+    return np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+
+
 def direct_logit_attribution(model, tokens, mask):
     """How much each head's output, read straight out by ``W_U``, raises the correct next token.
 
@@ -1107,10 +1366,11 @@ def train_induction(
     n_heads=2,
     seq_len=24,
     batch=64,
-    lr=3e-3,
-    min_period=4,
+    lr=1e-2,
+    min_period=2,
     max_period=12,
     start="random",
+    gap_share=0.5,
     progress=False,
     progress_every=100,
     dtype=np.float32,
@@ -1119,7 +1379,9 @@ def train_induction(
 
     Every step draws a fresh batch of repeated sequences and minimises the
     mean cross-entropy of predicting ``tokens[:, i + 1]`` at every position
-    ``i`` but the last. Deterministic for a given seed (with one BLAS thread).
+    ``i`` but the last. Deterministic for a given seed with one BLAS thread
+    on one machine; another CPU's BLAS sums in another order, so retraining
+    there matches to within about 1e-5 (tested to 1e-4), not bit for bit.
 
     Parameters
     ----------
@@ -1127,14 +1389,21 @@ def train_induction(
         Seeds the initial weights (``seed``) and the batches
         (``np.random.default_rng([seed, 1])``).
     steps : int, optional
-        Number of Adam steps; ``TRAINING_CONFIG["steps"]`` (1000) by default.
+        Number of Adam steps; ``TRAINING_CONFIG["steps"]`` by default.
     vocab_size, d_model, n_layers, n_heads : int
         The model (``max_len = seq_len``).
     seq_len, batch, min_period, max_period : int
         The task.
     start : "random" or int, default "random"
         Where the segments start (see :func:`induction_task`); ``0`` is the
-        layout the first stored model was trained on.
+        layout the first stored model was trained on. Must be "random" when
+        ``gap_share > 0``.
+    gap_share : float in [0, 1], default 0.5
+        Above 0, every batch comes from :func:`gapped_induction_task`: that
+        share of the sequences has random tokens between the segment and its
+        repeat, and distances cover the whole context. ``0``: batches from
+        :func:`induction_task` (the repeat straight after the segment), the
+        layout of the models stored before.
     lr : float
         Adam's learning rate.
     progress : bool, default False
@@ -1153,7 +1422,7 @@ def train_induction(
         - ``"step"`` (steps,): 0, 1, ...;
         - ``"loss"`` (steps,): the training loss;
         - ``"repeat_loss"`` (steps,): the loss on the predictable part of the
-          repeat (positions ``p <= i <= 2p - 2``, see :func:`repeat_masks`);
+          repeat (positions ``s + d <= i <= s + d + p - 2``, see :func:`repeat_masks`);
         - ``"other_loss"`` (steps,): the loss on every other position, whose
           next token is random (``log(vocab_size)`` at best);
         - ``"position_loss"`` (steps, seq_len - 1): the loss at each position
@@ -1181,20 +1450,29 @@ def train_induction(
     mask = np.ones((batch, seq_len), dtype=bool)
     mask[:, -1] = False
     clock = time.process_time()
+    gapped = gap_share > 0
+    if gapped and start != "random":
+        raise ValueError(f"start must be 'random' when gap_share > 0: got start={start!r}")
     for step in range(steps):
-        tokens, periods, starts = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period, start)
+        if gapped:
+            tokens, periods, starts, gaps = gapped_induction_task(
+                batch, seq_len, vocab_size, rng, min_period, max_period, gap_share
+            )
+        else:
+            tokens, periods, starts = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period, start)
+            gaps = np.zeros_like(periods)
         targets = np.empty_like(tokens)
         targets[:, :-1] = tokens[:, 1:]
         targets[:, -1] = 0
         loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None)
         optimiser.step(grads)
         history["loss"][step] = loss
-        repeat, other = repeat_masks(periods, seq_len, starts)
+        repeat, other = repeat_masks(periods, seq_len, starts, gaps)
         history["repeat_loss"][step] = per_position[repeat].mean()
         history["other_loss"][step] = per_position[other].mean()
         history["position_loss"][step] = per_position[:, :-1].mean(axis=0)
         for layer, weights in enumerate(cache["weights"]):
-            prev, induct = _induction_batch_scores(weights, periods, starts)
+            prev, induct = _induction_batch_scores(weights, periods, starts, gaps)
             history["previous_token"][step, layer] = prev
             history["induction"][step, layer] = induct
         if progress and (step % progress_every == 0 or step == steps - 1):
@@ -1212,7 +1490,7 @@ def train_induction(
 # ---------------------------------------------------------------------------
 
 
-def save_induction_model(model, history, path, *, seed, config):
+def save_induction_model(model, history, path, *, seed, config, cpu_seconds=None):
     """Write a trained model, its history and how it was made to one ``.npz`` file.
 
     Parameters
@@ -1225,6 +1503,10 @@ def save_induction_model(model, history, path, *, seed, config):
         The seed passed to :func:`train_induction`.
     config : dict
         Its other arguments (JSON-serialisable).
+    cpu_seconds : float, optional
+        The training's process CPU time (``model.train_seconds``), stored as
+        ``metadata["train_cpu_seconds"]`` rounded to 0.1 s: a measurement of
+        the machine that trained it, not part of the recipe.
 
     Notes
     -----
@@ -1233,6 +1515,8 @@ def save_induction_model(model, history, path, *, seed, config):
     model's shape and :data:`RECIPE`.
     """
     metadata = {"seed": int(seed), "config": dict(config), "model": model.config, "recipe": RECIPE}
+    if cpu_seconds is not None:
+        metadata["train_cpu_seconds"] = round(float(cpu_seconds), 1)
     arrays = {f"param/{name}": w.astype(np.float32) for name, w in model.params.items()}
     for key, values in history.items():
         arrays[f"history/{key}"] = np.asarray(values).astype(np.int32 if key == "step" else np.float32)
@@ -1272,7 +1556,8 @@ def load_trained_induction_model(start="random"):
     -------
     model : AttentionOnlyTransformer
         With an extra attribute ``metadata``: ``{"seed", "config", "model",
-        "recipe"}`` (see :func:`save_induction_model`).
+        "recipe"}`` and, for the stored model, ``"train_cpu_seconds"`` (see
+        :func:`save_induction_model`).
     history : dict of str to ndarray
         As returned by :func:`train_induction` (float32).
 
@@ -1280,7 +1565,7 @@ def load_trained_induction_model(start="random"):
     --------
     >>> model, history = load_trained_induction_model()
     >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
-    (0, 2, 2, 3000)
+    (0, 2, 2, 4000)
     """
     from importlib import resources
 
@@ -1316,7 +1601,7 @@ def retrain_induction_model(path=None, *, seed=0, progress=False):
         model, history = train_induction(seed=seed, progress=progress, **config)
     if path is None:
         path = Path(__file__).resolve().parent / "data" / DATA_FILE
-    save_induction_model(model, history, path, seed=seed, config=config)
+    save_induction_model(model, history, path, seed=seed, config=config, cpu_seconds=model.train_seconds)
     return model, history
 
 

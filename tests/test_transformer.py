@@ -449,8 +449,9 @@ def test_the_first_model_is_kept_with_its_own_recipe():
 
 # Retraining on another CPU's BLAS sums the same products in another order, so the float32
 # weights drift by a few last places over the training steps (seen: up to 6e-6 between two
-# machines). Notebook 12 states the same tolerance; its printed numbers do not move.
-RETRAIN_TOLERANCE = 1e-4
+# machines for the 3,000-step model, 4.3e-4 under the floors' NumPy for the 4,000-step one).
+# Notebook 12 states the same tolerance; its printed numbers do not move.
+RETRAIN_TOLERANCE = 2e-3
 
 
 def test_retraining_reproduces_the_stored_model_within_tolerance(tmp_path):
@@ -464,7 +465,11 @@ def test_retraining_reproduces_the_stored_model_within_tolerance(tmp_path):
         np.testing.assert_allclose(again.params[name], w, rtol=0, atol=RETRAIN_TOLERANCE, err_msg=name)
     for key, values in stored_history.items():
         np.testing.assert_allclose(again_history[key], values, rtol=0, atol=RETRAIN_TOLERANCE, err_msg=key)
+    # The CPU time is a measurement of the machine, not part of the recipe; the rest is equal.
+    measured = {key: meta.pop("train_cpu_seconds")
+                for key, meta in (("again", again.metadata), ("stored", stored.metadata))}
     assert again.metadata == stored.metadata
+    assert 0 < measured["stored"] <= 60  # the stored model trained within issue 34's budget
 
 
 # ---------------------------------------------------------------------------
@@ -490,12 +495,15 @@ def test_explorer_shows_the_models_own_pattern_at_temperature_one(explorer):
             np.testing.assert_allclose(explorer.weights, patterns[layer, head], rtol=1e-5, atol=1e-6)
     assert explorer.tokens == list("ABCDEFABCDE")
     assert len(explorer.image.value) > 1000  # a PNG was drawn
-    # The trained induction heads: in the repeat, query i looks at i - 6 + 1 most (from its
-    # second token on; at the first, B7, part of the weight rests on position 0).
+    # The trained induction heads: in the repeat, query i looks at i - 6 + 1 most from its third
+    # token on. At its first, A6, only head 1 finds B1 (it matches the token alone); head 0, which
+    # also wants the query's predecessor (F5) to match the key's, rests on position 0.
     for head in range(2):
         explorer.controls["layer"].value, explorer.controls["head"].value = 1, head
         assert [int(explorer.weights[i].argmax()) for i in range(8, 11)] == [3, 4, 5]
-        assert explorer.weights[7, 2] > 0.4
+    assert explorer.weights[6, 1] > 0.5  # head 1 (the last one selected)
+    explorer.controls["head"].value = 0
+    assert explorer.weights[6, 0] > 0.5
 
 
 def test_explorer_temperature_acts_on_the_heads_scores(explorer):
@@ -545,3 +553,98 @@ def test_explorer_single_token_and_bad_arguments():
     with pytest.raises(ValueError, match=r"layer must be an integer in 0..1: got 2"):
         TrainedHeadExplorer(layer=2)
     assert "TrainedHeadExplorer" in __import__("helpers.widgets").widgets.__all__
+
+
+# ---------------------------------------------------------------------------
+# Issue 34: the stored head finishes a repeat at every distance
+# ---------------------------------------------------------------------------
+
+FRESH_SEED = 34  # the batches of training come from default_rng([seed, 1]); these are others
+
+
+def distance_losses_by_hand(model, distance, gap, batch=256, seed=FRESH_SEED, segment=4):
+    """The repeat loss at one distance, built without distance_task, repeat_masks or loss()."""
+    n = model.max_len
+    p = min(segment, distance - 1) if gap else distance
+    rng = np.random.default_rng([seed, distance, int(gap), 7])
+    tokens = rng.integers(0, model.vocab_size, size=(batch, n))
+    starts = rng.integers(0, n - distance - p + 1, size=batch)
+    for row, s in zip(tokens, starts):
+        row[s + distance : s + distance + p] = row[s : s + p]
+    logits, _ = model.forward(tokens)
+    logp = logits - logits.max(-1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+    total = []
+    for b, s in enumerate(starts):
+        for i in range(s + distance, s + distance + p - 1):  # the predictable positions
+            total.append(-logp[b, i, tokens[b, i + 1]])
+    return float(np.mean(total))
+
+
+def test_distance_task_puts_the_copy_distance_positions_later_anywhere():
+    tokens, periods, starts, gaps = tr.distance_task(400, 24, 16, 9, True, np.random.default_rng(0))
+    assert (periods == 4).all() and (gaps == 5).all()
+    for row, s in zip(tokens, starts):
+        np.testing.assert_array_equal(row[s + 9 : s + 13], row[s : s + 4])
+    assert starts.min() == 0 and starts.max() == 24 - 9 - 4  # every start that fits
+    tokens, periods, starts, gaps = tr.distance_task(50, 24, 16, 12, False, 1)
+    assert (periods == 12).all() and (gaps == 0).all() and (starts == 0).all()
+    assert tr.longest_distance(24, False) == 12 and tr.longest_distance(24, True) == 20
+    with pytest.raises(ValueError, match="distance"):
+        tr.distance_task(2, 24, 16, 13, False, 0)
+    with pytest.raises(ValueError, match="distance"):
+        tr.distance_task(2, 24, 16, 21, True, 0)
+
+
+def test_gapped_training_data_covers_every_distance_and_gap():
+    tokens, periods, starts, gaps = tr.gapped_induction_task(4000, 24, 16, np.random.default_rng(0))
+    for row, p, s, g in zip(tokens, periods, starts, gaps):
+        np.testing.assert_array_equal(row[s + p + g : s + 2 * p + g], row[s : s + p])
+    distance = periods + gaps
+    assert set(distance) == set(range(2, 23)) and (starts + 2 * periods + gaps <= 24).all()
+    assert 0.45 < (gaps > 0).mean() < 0.55 and set(starts) == set(range(0, 21))
+    repeat, other = repeat_masks(periods, 24, starts, gaps)
+    b, i = np.nonzero(repeat)
+    np.testing.assert_array_equal(tokens[b, i], tokens[b, i - distance[b]])  # seen d positions ago
+    assert repeat.sum() == (periods - 1).sum()
+
+
+@pytest.fixture(scope="module")
+def distance_losses():
+    """The stored model's repeat loss at every distance 4.. the longest that fits, on fresh tokens."""
+    model, _ = tr.load_trained_induction_model()
+    return model, {
+        gap: tr.repeat_loss_by_distance(model, np.arange(4, tr.longest_distance(model.max_len, gap) + 1), gap,
+                                        batch=512, seed=FRESH_SEED)
+        for gap in (False, True)
+    }
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34's goal is not met yet: the shortest distances stay above "
+                   "1.0 nats (notebook 12's table); strict, so meeting it turns this into a failure to remove")
+def test_the_stored_head_finishes_a_repeat_at_every_distance(distance_losses):
+    """Issue 34's goal: on fresh repeated random tokens, at every distance from 4 to the longest that
+    fits 24 tokens, with and without a gap, the repeat loss is at most 1.0 nats, and the worst
+    distance (over both) at most 1.5 times the best."""
+    _, losses = distance_losses
+    every = np.concatenate(list(losses.values()))
+    assert every.max() <= 1.0, losses
+    assert every.max() <= 1.5 * every.min(), losses
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_the_stored_head_works_far_apart_and_after_a_gap(distance_losses, gap):
+    """What the stored model does reach (notebook 12 prints it): the repeat loss by distance is
+    far below a uniform guess everywhere, at most 1.0 from distance 7 on without a gap, and at
+    most 1.25 from distance 5 on with one; the worst distance is within 2.5 times the best."""
+    model, losses = distance_losses
+    every = np.concatenate(list(losses.values()))
+    assert every.max() <= 1.6 < math.log(16) and every.max() <= 2.5 * every.min(), losses
+    if gap:
+        assert losses[True][1:].max() <= 1.25, losses  # the head stored before: 3.00 at distance 20
+    else:
+        assert losses[False][3:].max() <= 1.0, losses
+    # The measure is what it says: two distances recomputed by hand on other fresh tokens.
+    for d in (4, tr.longest_distance(model.max_len, gap)):
+        by_hand = distance_losses_by_hand(model, d, gap)
+        assert abs(by_hand - losses[gap][d - 4]) < 0.15, (d, by_hand)
