@@ -94,6 +94,18 @@ def record(kind, what, expected, candidates, atol=0.0, rtol=0.0):
     _RECORDING.append(Recorded(kind, what, tuple(m for m, _ in answers), tuple(clashes)))
 
 
+def record_sealed(kind, what, entry):
+    """Record one comparison of a sealed answer: the names and clashes its table entry holds.
+
+    The answer key (instructor/answer_key.py) works out the clashes when it seals the values, so
+    nothing but names passes through here (:mod:`helpers.checks._sealed`).
+    """
+    if _RECORDING is None:
+        return
+    names, clashes = entry["recorded"]
+    _RECORDING.append(Recorded(kind, what, tuple(names), tuple(tuple(c) for c in clashes)))
+
+
 _STATUSES = ("correct", "incorrect", "not yet")
 _ICONS = {"correct": "✅", "incorrect": "❌", "not yet": "…"}
 _COLOURS = {"correct": "#1a7f37", "incorrect": "#cf222e", "not yet": "#6e7781"}
