@@ -976,6 +976,20 @@ E7_RIGHT = [
         *(np.asarray(x, np.float32) for x in st)))),
 ]
 
+def _switched_off_routes():
+    """E6 ex. 2's routes that switched the library check off (tests/test_checks_e6_shapes.py): an index
+    past 50, a nested dict, functools.partial, a class attribute, a generator. The visible check refuses
+    each; the hidden tests fail each too (tests/test_nbgrader.py), with the kernels as traps."""
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    _sys.path.insert(0, str(_Path(__file__).resolve().parent))
+    import test_checks_e6_shapes
+
+    return [(check_masked_backward, fn, None) for _, fn in sorted(test_checks_e6_shapes._library_routes().items())]
+
+
+E6_WRONG += _switched_off_routes()
 WRONG = E4_WRONG + E5_WRONG + E6_WRONG + E7_WRONG
 RIGHT = E4_RIGHT + E5_RIGHT + E6_RIGHT + E7_RIGHT
 
