@@ -617,7 +617,15 @@ E5_WRONG = [
     (check_masked_attention, lambda q, k, v, n: padded(masked_right)(q, k, v, n)[..., :1], "wrong_shape"),
 ]
 
+def softmax_that_mentions_the_library(x, axis=-1, where=None):
+    """My own stable softmax; compare it with helpers.attention.softmax outside the graded cell."""
+    note = "checked against helpers.attention.softmax in a scratch cell"  # a mention, not a use
+    del note
+    return sm_where(x, axis, where)
+
+
 E5_RIGHT = [
+    (check_stable_softmax, softmax_that_mentions_the_library),  # a mention of the library is not refused: use is
     (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))),
     (lambda a: check_definition_shapes(*a), ([3, 2, 4, 6], np.array([3, 2, 4, 6]), (3.0, 2.0, 4.0, 5.0))),
     (check_stable_softmax, sm_where),
