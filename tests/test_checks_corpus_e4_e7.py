@@ -428,6 +428,8 @@ def sm_variant(kind):
             return sm_where(x, -1, where)
         if kind == "where_ignored" or where is None:
             return sm_where(x, axis)
+        if kind == "inverted_mask":  # PyTorch's convention: True marks a blocked entry
+            return sm_where(x, axis, ~np.asarray(where, bool))
         if kind == "mask_after_softmax":
             return sm_where(x, axis) * where
         if kind == "renormalised_after":
@@ -580,6 +582,7 @@ E5_WRONG = [
     (check_stable_softmax, lambda x, axis=-1: own_softmax(x, axis), "no_axis_or_where"),
     (check_stable_softmax, sm_variant("axis_ignored"), "axis_ignored"),
     (check_stable_softmax, sm_variant("where_ignored"), "where_ignored"),
+    (check_stable_softmax, sm_variant("inverted_mask"), "inverted_mask"),
     (check_stable_softmax, sm_variant("mask_after_softmax"), "mask_after_softmax"),
     (check_stable_softmax, sm_variant("renormalised_after"), "empty_row_nan"),
     (check_stable_softmax, sm_variant("blocked_set_to_zero"), "blocked_set_to_zero"),
