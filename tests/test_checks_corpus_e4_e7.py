@@ -948,6 +948,22 @@ def merge_all_logsumexp(m, ell, o):
     return top, merged_l, np.sum(o * np.exp(m - safe), axis=0)
 
 
+def merge_sign_flipped(m, ell, o):
+    """The rescaling upside down: exp(M - m) for each block."""
+    top = m.max(axis=0)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(all="ignore"):
+        f = np.where(np.isfinite(m), np.exp(safe - m), 0.0)
+    return top, (ell * f).sum(axis=0), (o * f).sum(axis=0)
+
+
+def merge_global_max(m, ell, o):
+    """One maximum for every row: the largest over all rows and blocks."""
+    g = np.max(m[np.isfinite(m)])
+    f = np.exp(m - g)
+    return np.full(m.shape[1:], g), (ell * f).sum(axis=0), (o * f).sum(axis=0)
+
+
 def _visible_e7():
     return [(m, ell, o) for m, ell, o, _, _ in e6_backward._merge_cases()]
 
@@ -968,6 +984,8 @@ E7_WRONG = [
     (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[-1], ell[-1], o[-1]), None),
     (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[1], ell[1], o[1])
      if len(m) > 1 else (m[0], ell[0], o[0]), "only_two_blocks"),
+    (check_online_softmax_merge, merge_sign_flipped, "sign_flipped"),
+    (check_online_softmax_merge, merge_global_max, "global_max"),
     (check_online_softmax_merge, lambda m, ell, o: (m, ell, o), "wrong_shape"),
     (check_online_softmax_merge, lambda *s: merge_all_with()(*s)[:2], "wrong_shape"),
     (check_online_softmax_merge, lookup_table(_visible_e7(), merge_all_with()), None),

@@ -648,6 +648,9 @@ def _merge_variants(m, ell, o):
         pair_top = np.maximum(m[0], m[1]) if len(m) > 2 else top
         pair_safe = np.where(np.isfinite(pair_top), pair_top, 0.0)
         pair = np.exp(m[:2] - pair_safe)
+        flipped = np.where(np.isfinite(m), np.exp(safe - m), 0.0)  # exp(M - m): the factor upside down
+        overall = np.max(m[np.isfinite(m)]) if np.isfinite(m).any() else -np.inf  # one max for every row
+        c_all = np.exp(m - (overall if np.isfinite(overall) else 0.0))
         return {
             "right": (top, (ell * c).sum(axis=0), (o * c).sum(axis=0)),
             "not_rescaled": (top, ell.sum(axis=0), o.sum(axis=0)),
@@ -656,6 +659,8 @@ def _merge_variants(m, ell, o):
             "sum_not_rescaled": (top, ell.sum(axis=0), (o * c).sum(axis=0)),
             "output_not_rescaled": (top, (ell * c).sum(axis=0), o.sum(axis=0)),
             "only_two_blocks": (pair_top, (ell[:2] * pair).sum(axis=0), (o[:2] * pair).sum(axis=0)),
+            "sign_flipped": (top, (ell * flipped).sum(axis=0), (o * flipped).sum(axis=0)),
+            "global_max": (np.full_like(top, overall), (ell * c_all).sum(axis=0), (o * c_all).sum(axis=0)),
         }
 
 
@@ -679,6 +684,14 @@ _MERGE_MESSAGES = {
     "output_not_rescaled": (
         "Your sums are rescaled but your outputs are not: the blocks' outputs were computed against "
         "different maxima, like their sums."
+    ),
+    "sign_flipped": (
+        "Your factors are exp(M - m), the rescaling upside down: a block whose maximum m is below the "
+        "merged maximum M must shrink, by exp(m - M) <= 1, not grow."
+    ),
+    "global_max": (
+        "Your merged maximum is one number for every row, the largest over all rows. Each query row "
+        "keeps its own running maximum (shape (n, 1)): the largest of that row's block maxima."
     ),
     "only_two_blocks": (
         "Your merged state holds the first two blocks only; the stack has more, and every one of "
@@ -776,7 +789,8 @@ def check_online_softmax_merge(fn, seed=None):
         ``used_library``, ``raises``, ``pairwise_signature`` (a merge of two states,
         six arguments), ``wrong_shape``, ``not_rescaled``,
         ``max_from_first_block``, ``max_from_last_block``, ``sum_not_rescaled``,
-        ``output_not_rescaled``, ``only_two_blocks``, ``not_finite`` (NaN from an
+        ``output_not_rescaled``, ``only_two_blocks``, ``sign_flipped`` (exp(M - m)), ``global_max``
+        (one maximum for all rows), ``not_finite`` (NaN from an
         empty block), ``overflow`` (inf or NaN at scores of 1e4), ``wrong_values``.
     """
     result = _check_callable(fn, "merge_all")
