@@ -847,7 +847,9 @@ E6_WRONG = [
     (check_masked_backward, backward_from(w_stable), "transpose_of_batch"),  # written for one sequence
     (check_masked_backward, padded_bw(backward_from(w_stable), sides="keys"), "padded_queries_pass_gradient"),
     (check_masked_backward, padded_bw(backward_from(w_stable), sides="queries"), "padded_keys_get_gradient"),
-    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: n + 1), None),
+    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: n + 1), "length_off_by_one"),
+    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: np.maximum(n - 1, 0)),
+     "length_off_by_one"),
     (check_masked_backward, lambda q, k, v, d, n: backward_from(w_stable)(
         q, k, v, d, (np.arange(q.shape[-2]) < n[:, None])[:, None, :]), "transpose_of_batch"),
 ]

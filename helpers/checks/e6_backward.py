@@ -372,6 +372,19 @@ def _check_backward(fn, what, masked, seed=None):
                     "Your mask works the wrong way round: True means 'may attend', so the blocked "
                     "keys are where the mask is False.",
                 )
+            n_max = q.shape[-2]
+            for shift in (-1, 1):
+                shifted = np.clip(np.asarray(lengths) + shift, 0, n_max)
+                if np.array_equal(shifted, np.asarray(lengths)):
+                    continue
+                off = _backward_variants(q, k, v, d_out, _pair_mask(shifted, n_max))["right"]
+                if _close3(got, off):
+                    return _incorrect(
+                        "length_off_by_one",
+                        f"Your mask lets each sequence have {'one token fewer' if shift < 0 else 'one token more'} "
+                        f"than its length: for lengths {[int(n) for n in lengths]} the real tokens are "
+                        "positions 0 to length - 1 (np.arange(n) < length).",
+                    )
         wrong = [n for n, g, r in zip(names, got, reference)
                  if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
         return _incorrect(
@@ -614,7 +627,7 @@ def check_masked_backward(fn, seed=None):
         backward pass, ``masked_with_zero`` (blocked scores 0),
         ``masked_with_large_negative`` (-1e9: a fully masked row sends gradient
         back), ``mask_after_softmax``, ``padded_queries_pass_gradient``,
-        ``padded_keys_get_gradient``, ``mask_ignored``, ``mask_inverted``,
+        ``padded_keys_get_gradient``, ``mask_ignored``, ``mask_inverted``, ``length_off_by_one``,
         ``wrong_values``.
 
     """
