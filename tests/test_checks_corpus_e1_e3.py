@@ -261,6 +261,9 @@ WRONG = [
      "rounded_scores"),
     ("e2x1-sqrt3-1.7", lambda: check_i_am_happy_weights(softmax(SH / 1.7)), "rounded_scores"),
     ("e2x1-unscaled", lambda: check_i_am_happy_weights(softmax(SH)), "unscaled"),
+    ("e2x1-sqrt-n", lambda: check_i_am_happy_weights(softmax(SH / math.sqrt(XT.shape[0]))), "divided_by_sqrt_n"),
+    ("e2x1-today-first", lambda: check_i_am_happy_weights(
+        softmax(XT[[3, 0, 1, 2]] @ XT[[3, 0, 1, 2]].T / math.sqrt(3)).round(2)), "tokens_reordered"),
     ("e2x1-by-3", lambda: check_i_am_happy_weights(softmax(SH / 3)), "divided_by_d_k"),
     ("e2x1-axis0", lambda: check_i_am_happy_weights(softmax(SH / math.sqrt(3), axis=0)), "wrong_axis"),
     ("e2x1-whole", lambda: check_i_am_happy_weights(softmax(SH / math.sqrt(3), axis=None)), "softmax_whole_matrix"),
@@ -268,6 +271,9 @@ WRONG = [
     ("e2x1-uniform", lambda: check_i_am_happy_weights(np.full((4, 4), 0.25)), "wrong_values"),
     # E2 exercise 2: the context vectors
     ("e2x2-three-tokens", lambda: check_i_am_happy_context(WH3 @ X3), "three_tokens"),
+    ("e2x2-sqrt-n", lambda: check_i_am_happy_context(softmax(SH / 2) @ XT), "divided_by_sqrt_n"),
+    ("e2x2-today-first", lambda: check_i_am_happy_context(
+        softmax(XT[[3, 0, 1, 2]] @ XT[[3, 0, 1, 2]].T / math.sqrt(3)) @ XT[[3, 0, 1, 2]]), "tokens_reordered"),
     ("e2x2-document", lambda: check_i_am_happy_context(printed(HAPPY, "context_row", range(3))), "three_tokens"),
     ("e2x2-values-of-three", lambda: check_i_am_happy_context(softmax(XT @ X3.T / math.sqrt(3)) @ X3),
      "today_not_a_key"),

@@ -292,6 +292,8 @@ E4_WRONG = [
     (check_self_attention, dec_with(scale=lambda w: 1.0), "unscaled"),
     (check_self_attention, dec_with(scale=lambda w: 1 / w.shape[1]), "divided_by_d_k"),
     (check_self_attention, dec_with(scale=lambda w: 1 / math.sqrt(w.shape[0])), "scaled_by_d_in"),
+    (check_self_attention, lambda xn, k, v, wq, wk, wv: dec_with(scale=lambda w: 1 / math.sqrt(wv.shape[1]))(
+        xn, k, v, wq, wk, wv), "scaled_by_d_v"),  # told "Right" while every probe had d_k = d_v
     (check_self_attention, dec_with(own=False), "forgot_own_key"),
     (check_self_attention, dec_with(grow=False), "cache_not_grown"),
     (check_self_attention, dec_with(first=True), "new_token_first"),
@@ -426,6 +428,8 @@ def sm_variant(kind):
             return sm_where(x, -1, where)
         if kind == "where_ignored" or where is None:
             return sm_where(x, axis)
+        if kind == "inverted_mask":  # PyTorch's convention: True marks a blocked entry
+            return sm_where(x, axis, ~np.asarray(where, bool))
         if kind == "mask_after_softmax":
             return sm_where(x, axis) * where
         if kind == "renormalised_after":
@@ -578,6 +582,7 @@ E5_WRONG = [
     (check_stable_softmax, lambda x, axis=-1: own_softmax(x, axis), "no_axis_or_where"),
     (check_stable_softmax, sm_variant("axis_ignored"), "axis_ignored"),
     (check_stable_softmax, sm_variant("where_ignored"), "where_ignored"),
+    (check_stable_softmax, sm_variant("inverted_mask"), "inverted_mask"),
     (check_stable_softmax, sm_variant("mask_after_softmax"), "mask_after_softmax"),
     (check_stable_softmax, sm_variant("renormalised_after"), "empty_row_nan"),
     (check_stable_softmax, sm_variant("blocked_set_to_zero"), "blocked_set_to_zero"),
@@ -615,7 +620,15 @@ E5_WRONG = [
     (check_masked_attention, lambda q, k, v, n: padded(masked_right)(q, k, v, n)[..., :1], "wrong_shape"),
 ]
 
+def softmax_that_mentions_the_library(x, axis=-1, where=None):
+    """My own stable softmax; compare it with helpers.attention.softmax outside the graded cell."""
+    note = "checked against helpers.attention.softmax in a scratch cell"  # a mention, not a use
+    del note
+    return sm_where(x, axis, where)
+
+
 E5_RIGHT = [
+    (check_stable_softmax, softmax_that_mentions_the_library),  # a mention of the library is not refused: use is
     (lambda a: check_definition_shapes(*a), ((3, 2, 4, 6), (3, 2, 4, 6), (3, 2, 4, 5))),
     (lambda a: check_definition_shapes(*a), ([3, 2, 4, 6], np.array([3, 2, 4, 6]), (3.0, 2.0, 4.0, 5.0))),
     (check_stable_softmax, sm_where),
@@ -834,7 +847,9 @@ E6_WRONG = [
     (check_masked_backward, backward_from(w_stable), "transpose_of_batch"),  # written for one sequence
     (check_masked_backward, padded_bw(backward_from(w_stable), sides="keys"), "padded_queries_pass_gradient"),
     (check_masked_backward, padded_bw(backward_from(w_stable), sides="queries"), "padded_keys_get_gradient"),
-    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: n + 1), None),
+    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: n + 1), "length_off_by_one"),
+    (check_masked_backward, padded_bw(backward_from(w_stable), change=lambda n: np.maximum(n - 1, 0)),
+     "length_off_by_one"),
     (check_masked_backward, lambda q, k, v, d, n: backward_from(w_stable)(
         q, k, v, d, (np.arange(q.shape[-2]) < n[:, None])[:, None, :]), "transpose_of_batch"),
 ]
@@ -935,6 +950,22 @@ def merge_all_logsumexp(m, ell, o):
     return top, merged_l, np.sum(o * np.exp(m - safe), axis=0)
 
 
+def merge_sign_flipped(m, ell, o):
+    """The rescaling upside down: exp(M - m) for each block."""
+    top = m.max(axis=0)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(all="ignore"):
+        f = np.where(np.isfinite(m), np.exp(safe - m), 0.0)
+    return top, (ell * f).sum(axis=0), (o * f).sum(axis=0)
+
+
+def merge_global_max(m, ell, o):
+    """One maximum for every row: the largest over all rows and blocks."""
+    g = np.max(m[np.isfinite(m)])
+    f = np.exp(m - g)
+    return np.full(m.shape[1:], g), (ell * f).sum(axis=0), (o * f).sum(axis=0)
+
+
 def _visible_e7():
     return [(m, ell, o) for m, ell, o, _, _ in e6_backward._merge_cases()]
 
@@ -955,6 +986,8 @@ E7_WRONG = [
     (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[-1], ell[-1], o[-1]), None),
     (check_online_softmax_merge, lambda m, ell, o: merge_with()(m[0], ell[0], o[0], m[1], ell[1], o[1])
      if len(m) > 1 else (m[0], ell[0], o[0]), "only_two_blocks"),
+    (check_online_softmax_merge, merge_sign_flipped, "sign_flipped"),
+    (check_online_softmax_merge, merge_global_max, "global_max"),
     (check_online_softmax_merge, lambda m, ell, o: (m, ell, o), "wrong_shape"),
     (check_online_softmax_merge, lambda *s: merge_all_with()(*s)[:2], "wrong_shape"),
     (check_online_softmax_merge, lookup_table(_visible_e7(), merge_all_with()), None),
@@ -976,6 +1009,20 @@ E7_RIGHT = [
         *(np.asarray(x, np.float32) for x in st)))),
 ]
 
+def _switched_off_routes():
+    """E6 ex. 2's routes that switched the library check off (tests/test_checks_e6_shapes.py): an index
+    past 50, a nested dict, functools.partial, a class attribute, a generator. The visible check refuses
+    each; the hidden tests fail each too (tests/test_nbgrader.py), with the kernels as traps."""
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    _sys.path.insert(0, str(_Path(__file__).resolve().parent))
+    import test_checks_e6_shapes
+
+    return [(check_masked_backward, fn, None) for _, fn in sorted(test_checks_e6_shapes._library_routes().items())]
+
+
+E6_WRONG += _switched_off_routes()
 WRONG = E4_WRONG + E5_WRONG + E6_WRONG + E7_WRONG
 RIGHT = E4_RIGHT + E5_RIGHT + E6_RIGHT + E7_RIGHT
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import io
 import json
 import linecache
@@ -248,10 +249,14 @@ def _answer_name(task):
     return next(call.args[0].id for call in calls if call.func.id == task.check)
 
 
-def _hidden(task):
+def _hidden(task, traps=True):
+    """The task's hidden test as the grading cell runs it: with the kernels as traps (unless ``traps`` is false)."""
     ns = {}
     exec(course.hidden_source(task), ns)
-    return ns[task.hidden]
+    if not traps:
+        return ns[task.hidden]
+    exec(course.trap_source(), ns)
+    return functools.partial(ns["graded_without_kernels"], ns[task.hidden])
 
 
 def _passes(hidden, answer):
@@ -544,18 +549,30 @@ def _corpus():
     return corpus
 
 
+def _threads_or_exec(check, answer):
+    """True for an answer the visible check refuses for running in a thread or through exec/eval: the
+    visible check in the same grading cell refuses it; the hidden tests' profiling hook does not reach a
+    thread already running (Python 3.11 has no threading.setprofile_all_threads), so a kernel called
+    there is left to the visible check."""
+    result = check(answer)
+    if result.mistake != "reaches_library":
+        return False
+    reasons = result.message.split(". The reason:")[0]
+    return "thread" in reasons.lower() or "exec()" in reasons or "eval()" in reasons
+
+
 def test_the_corpus_right_answers_pass_the_hidden_tests_and_its_wrong_ones_fail():
     """tests/test_checks_corpus_e4_e7.py's answers, graded as the grading cell does: every right answer
     (loops, einsum, float32, a callable object, (output, weights) as notebook 05 returns, ...) passes
-    the hidden tests, and every wrong one fails them, but for those that reach the library, which the
-    visible check in the same cell refuses before running them."""
+    the hidden tests, and every wrong one fails them, those that reach the library included: the
+    hidden tests run with the kernels as traps, so they do not rest on the visible check. Left to the
+    visible check: an answer run in a thread (a pool's threads run before the hook) or through exec."""
     corpus = _corpus()
     hidden = {t.check: _hidden(t) for t in HIDDEN}
     right = [(check.__name__, answer) for check, answer in corpus.RIGHT
              if getattr(check, "__name__", "") in hidden and callable(answer)]
     wrong = [(check.__name__, answer, mistake) for check, answer, mistake in corpus.WRONG
-             if getattr(check, "__name__", "") in hidden and callable(answer)
-             and mistake not in ("reaches_library", "used_library")]
+             if getattr(check, "__name__", "") in hidden and callable(answer) and not _threads_or_exec(check, answer)]
     assert len(right) >= 30 and len(wrong) >= 100, (len(right), len(wrong))
     assert [name for name, answer in right if not _passes(hidden[name], answer)] == []
     assert [(name, mistake) for name, answer, mistake in wrong if _passes(hidden[name], answer)] == []

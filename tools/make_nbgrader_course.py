@@ -113,6 +113,17 @@ def hidden_source(task: Task) -> str:
     raise ValueError(f"{path} has no function {task.hidden}")
 
 
+def trap_source() -> str:
+    """The source of ``graded_without_kernels`` (instructor/hidden_tests/kernel_traps.py), which runs
+    each hidden test with the library's kernels as traps that fail it."""
+    path = HIDDEN_TESTS / "kernel_traps.py"
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "graded_without_kernels":
+            return ast.get_source_segment(text, node)
+    raise ValueError(f"{path} has no function graded_without_kernels")
+
+
 CONFIG_TEMPLATE = '''# nbgrader configuration of the course exported by tools/make_nbgrader_course.py.
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "{course_id}"
@@ -164,8 +175,8 @@ def grading_source(source: str, task: Task) -> str:
     ]
     if task.hidden:
         answer = ast.unparse(call.args[0])
-        lines += ["### BEGIN HIDDEN TESTS", hidden_source(task), "", "", f"{task.hidden}({answer})",
-                  "### END HIDDEN TESTS"]
+        lines += ["### BEGIN HIDDEN TESTS", hidden_source(task), "", "", trap_source(), "", "",
+                  f"graded_without_kernels({task.hidden}, {answer})", "### END HIDDEN TESTS"]
     return "\n".join(lines)
 
 

@@ -94,6 +94,18 @@ def record(kind, what, expected, candidates, atol=0.0, rtol=0.0):
     _RECORDING.append(Recorded(kind, what, tuple(m for m, _ in answers), tuple(clashes)))
 
 
+def record_sealed(kind, what, entry):
+    """Record one comparison of a sealed answer: the names and clashes its table entry holds.
+
+    The answer key (instructor/answer_key.py) works out the clashes when it seals the values, so
+    nothing but names passes through here (:mod:`helpers.checks._sealed`).
+    """
+    if _RECORDING is None:
+        return
+    names, clashes = entry["recorded"]
+    _RECORDING.append(Recorded(kind, what, tuple(names), tuple(tuple(c) for c in clashes)))
+
+
 _STATUSES = ("correct", "incorrect", "not yet")
 _ICONS = {"correct": "✅", "incorrect": "❌", "not yet": "…"}
 _COLOURS = {"correct": "#1a7f37", "incorrect": "#cf222e", "not yet": "#6e7781"}
@@ -208,6 +220,8 @@ _THREAD_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asy
 _REACH_MODULES = ("importlib", "inspect", "linecache", "builtins", "pickle", "marshal", "types", "sys", "gc")
 # sys as importlib: sys.setprofile/settrace switch the recording off, sys.modules reaches the library
 _EXEC_NAMES = ("exec", "eval", "compile", "__import__")
+_LOOKUP_NAMES = {"getattr", "import_module", "__import__", "modules", "vars", "globals", "locals", "__dict__",
+                 "find_spec", "load_module", "attrgetter"}
 _MAX_VISITS = 200_000  # a bound on the walk's total work; past it the answer is refused, not passed
 _TOO_BIG = "it holds more objects than the check reads (%d)" % _MAX_VISITS
 
@@ -301,9 +315,12 @@ def _code_reasons(code, env, visit):
             reasons.append(f"it imports {name}")
     if "helpers" in imported and "attention" in code.co_names:
         reasons.append("it reaches helpers.attention")
-    for const in code.co_consts:
-        if isinstance(const, str) and "helpers.attention" in const:
-            reasons.append("it names helpers.attention in a string")
+    # use, not mention: a string (a docstring, a message) naming the library is refused only in code
+    # that looks a name up by its text (getattr, import_module, sys.modules, vars, globals)
+    if _LOOKUP_NAMES & set(code.co_names):
+        for const in code.co_consts:
+            if isinstance(const, str) and ("helpers.attention" in const or const == "attention"):
+                reasons.append("it looks up helpers.attention by name")
     builtins_ = env.get("__builtins__", {})
     builtins_ = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
     for name in code.co_names:
@@ -477,6 +494,10 @@ def static_refusal(answer, caller_source=None):
       thread or executor object;
     - in the calling cell: an import of helpers.attention or of a thread module, or a call of
       exec/eval/compile.
+
+    Use is refused, not mention: a docstring, comment or string that names helpers.attention is
+    not a reason, unless the same code looks names up by their text (getattr, import_module,
+    sys.modules, vars, globals).
     """
     reasons = _object_reasons(answer, set())
     if caller_source:

@@ -13,6 +13,8 @@ import numbers
 import numpy as np
 
 from helpers import attention, examples
+from helpers.checks import _sealed
+from helpers.checks._answer_table import TABLE
 from helpers.checks._core import (
     HAND_ATOL,
     CheckResult,
@@ -26,6 +28,7 @@ from helpers.checks._core import (
     _not_a_number,
     _not_yet,
     record,
+    record_sealed,
 )
 
 # ---------------------------------------------------------------------------
@@ -438,11 +441,42 @@ def _favourites_verdict(answer, tokens):
     return found, None
 
 
-def _margins(scores):
-    """Each row's self-score minus the largest other score of the row: S_ii - max_{j != i} S_ij."""
-    s = np.asarray(scores, dtype=float)
-    others = np.where(np.eye(*s.shape, dtype=bool), -np.inf, s)
-    return np.diag(s) - others.max(axis=-1)
+MARGIN_MESSAGES = {
+    "self_included": "Your margins compare each self-score with the largest score of its row, itself included, "
+    "so none is above 0; the exercise compares it with the other keys of the row.",
+    "reversed": "Your margins have the wrong sign: the margin is the self-score minus the largest other score.",
+    "returned_scores": "These are the shared-projection scores; the margins are one number per row, worked out "
+    "from them.",
+    "separate_projections": "Your margins come from the scores with separate projections, W_q for the queries "
+    "and W_k for the keys; the exercise uses one matrix, W = W_q, for both.",
+    "shared_w_k": "You shared W_k; the exercise shares the query matrix W_q for both roles.",
+    "no_projection": "Your margins come from X X^T, the scores without any projection; project the inputs with W "
+    "first.",
+    "scaled": "Your margins come from scores divided by sqrt(d_k); Section 5.2 works unscaled.",
+    "divided_by_d_k": "Your margins come from scores divided by d_k; Section 5.2 does not scale the scores.",
+    "feature_gram": "Your margins come from a d_k x d_k matrix over features, with the transpose on the other "
+    "factor; the scores pair tokens: n x n.",
+    "returned_weights": "Your margins are those of weights (a softmax of the scores); the exercise asks for the "
+    "margins of the scores themselves.",
+}
+"""The message of each mistake of E1 ex. 4a; the values are sealed (:mod:`helpers.checks._sealed`)."""
+
+
+def _sealed_array_match(answer, entry, messages, *, what):
+    """:func:`helpers.checks._core._match` for a sealed array: the check holds digests, not the values."""
+    arr, result = _as_real_array(answer, what)
+    if result is not None:
+        return result
+    record_sealed("array", what, entry)
+    verdict, _ = _sealed.array_verdict(entry, arr)
+    if verdict == "right":
+        return None
+    if verdict in messages:
+        return _incorrect(verdict, messages[verdict])
+    shape = tuple(entry["right"]["shape"])
+    if verdict == "wrong_shape":
+        return _incorrect("wrong_shape", f"Your {what} have shape {arr.shape}, but they should have shape {shape}.")
+    return _incorrect("wrong_values", f"Your {what} have the right shape but not the right numbers.")
 
 
 @_never_raise
@@ -483,12 +517,8 @@ def check_section_5_2_exercise_4(margins, favourites=None):
     'not yet'
     """
     ex = examples.load_example("journey")
-    x, w_q, w_k = ex.inputs, ex.w_q, ex.w_k
-    d_k = w_q.shape[-1]
-    p = x @ w_q
-    scores = p @ p.T
-    exact = _margins(scores)
-    n = scores.shape[0]
+    entry = TABLE["e1_margins"]
+    n = len(ex.tokens)
     fav_given = not (favourites is None or (isinstance(favourites, str) and not favourites.strip()))
     if _is_empty(margins):
         if fav_given:
@@ -498,46 +528,17 @@ def check_section_5_2_exercise_4(margins, favourites=None):
             )
         return _not_yet("No margins yet: compute the scores with W = journey.w_q for both roles, then "
                         "each row's margin.")
-    mistakes = [
-        ("self_included", lambda: np.diag(scores) - scores.max(axis=-1),
-         "Your margins compare each self-score with the largest score of its row, itself included, so "
-         "none is above 0; the exercise compares it with the other keys of the row."),
-        ("reversed", lambda: -exact,
-         "Your margins have the wrong sign: the margin is the self-score minus the largest other score."),
-        ("returned_scores", lambda: scores,
-         "These are the shared-projection scores; the margins are one number per row, worked out "
-         "from them."),
-        ("separate_projections", lambda: _margins((x @ w_q) @ (x @ w_k).T),
-         "Your margins come from the scores with separate projections, W_q for the queries and W_k "
-         "for the keys; the exercise uses one matrix, W = W_q, for both."),
-        ("shared_w_k", lambda: _margins((x @ w_k) @ (x @ w_k).T),
-         "You shared W_k; the exercise shares the query matrix W_q for both roles."),
-        ("no_projection", lambda: _margins(x @ x.T),
-         "Your margins come from X X^T, the scores without any projection; project the inputs with W "
-         "first."),
-        ("scaled", lambda: exact / math.sqrt(d_k),
-         "Your margins come from scores divided by sqrt(d_k); Section 5.2 works unscaled."),
-        ("divided_by_d_k", lambda: exact / d_k,
-         "Your margins come from scores divided by d_k; Section 5.2 does not scale the scores."),
-        ("feature_gram", lambda: _margins(p.T @ p),
-         "Your margins come from a d_k x d_k matrix over features, with the transpose on the other "
-         "factor; the scores pair tokens: n x n."),
-        ("returned_weights", lambda: _margins(attention.softmax(scores)),
-         "Your margins are those of weights (a softmax of the scores); the exercise asks for the "
-         "margins of the scores themselves."),
-    ]
-    result = _match(margins, exact, mistakes, what="margins", atol=HAND_ATOL)
+    result = _sealed_array_match(margins, entry, MARGIN_MESSAGES, what="margins")
     if result is not None:
         return result
     if not fav_given:
         return _with_precision_note(
             _correct("Right: one margin per token, with the shared projection. Now part (b)."), margins
         )
-    expected = {i for i in range(n) if exact[i] >= 0}
     got, refused = _favourites_verdict(favourites, ex.tokens)
     if refused is not None:
         return refused
-    if got == expected:
+    if _sealed.is_choice("e1-favourites-4b", entry["favourites"], got):
         return _with_precision_note(
             _correct("Right: the margins, and the tokens that score themselves highest."),
             margins,
@@ -569,27 +570,6 @@ gives one, which no closed formula yields: a search finds it."""
 
 TEMPERATURE_ATOL = 5e-4
 """The task asks for three decimals."""
-
-
-def _entropy_of_row(row, t):
-    """The entropy, in nats, of softmax(row / t)."""
-    w = attention.softmax(np.asarray(row, dtype=float) / t)
-    w = w[w > 0]
-    return float(-(w * np.log(w)).sum())
-
-
-def _temperature_for_entropy(row, target):
-    """The temperature at which softmax(row / T) has entropy ``target`` (it grows with T), or None."""
-    lo, hi = 1e-3, 1e3
-    if not _entropy_of_row(row, lo) < target < _entropy_of_row(row, hi):
-        return None
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if _entropy_of_row(row, mid) < target:
-            lo = mid
-        else:
-            hi = mid
-    return math.sqrt(lo * hi)
 
 
 @_never_raise
@@ -628,43 +608,35 @@ def check_attention_entropy(temperature):
     if not math.isfinite(value):
         return _incorrect("not_finite", f"Your temperature ({value}) is not a finite number.")
     ex = examples.load_example("journey")
-    scores = ex.q @ ex.k.T
-    d_k = ex.q.shape[-1]
-    i = list(ex.tokens).index("journey")
-    exact = _temperature_for_entropy(scores[i], TARGET_ENTROPY)
-    record("number", "temperature", exact, [], TEMPERATURE_ATOL, 0.0)
-    if abs(value - exact) <= TEMPERATURE_ATOL:
+    entry = TABLE["e1_temperature"]
+    record_sealed("number", "temperature", entry)
+    verdict, fewer = _sealed.number_verdict(entry, value)
+    if verdict == "right":
         return _with_precision_note(
             _correct(f"Right: at this temperature the row of 'journey' has an entropy of {TARGET_ENTROPY:g} nats."),
             temperature,
         )
-    mistakes = [
-        ("bits", _temperature_for_entropy(scores[i], TARGET_ENTROPY * math.log(2)),
-         f"At that temperature the row's entropy is {TARGET_ENTROPY:g} bits (log base 2); the task "
-         "measures it in nats, with the natural logarithm."),
-        ("scaled", _temperature_for_entropy(scores[i] / math.sqrt(d_k), TARGET_ENTROPY),
-         "That temperature works for scores divided by sqrt(d_k); Section 5.2 works unscaled."),
-        ("wrong_axis", _temperature_for_entropy(scores[:, i], TARGET_ENTROPY),
-         "That temperature is for the column of 'journey' (a softmax over the queries); the weights "
-         "of the query 'journey' are its row."),
-        ("multiplied_by_temperature", 1 / exact,
-         "That is the temperature that works if T multiplies the scores; it divides them."),
-    ]
-    mistakes += [
-        ("wrong_row", _temperature_for_entropy(scores[j], TARGET_ENTROPY),
-         f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'.")
-        for j, tok in enumerate(ex.tokens) if j != i
-    ]
-    for name, target, message in mistakes:
-        if target is not None and abs(value - target) <= TEMPERATURE_ATOL:
-            return _incorrect(name, f"Your temperature is {value:g}. {message}")
-    for fewer in (2, 1, 0):
-        if abs(value - round(value, fewer)) <= 1e-12 and abs(value - exact) <= 0.5 * 10.0**-fewer + 1e-12:
-            return _incorrect(
-                "rounded",
-                f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
-                "which is too coarse here. Give at least three decimals.",
-            )
+    messages = {
+        "bits": f"At that temperature the row's entropy is {TARGET_ENTROPY:g} bits (log base 2); the task "
+        "measures it in nats, with the natural logarithm.",
+        "scaled": "That temperature works for scores divided by sqrt(d_k); Section 5.2 works unscaled.",
+        "wrong_axis": "That temperature is for the column of 'journey' (a softmax over the queries); the weights "
+        "of the query 'journey' are its row.",
+        "multiplied_by_temperature": "That is the temperature that works if T multiplies the scores; it divides "
+        "them.",
+    }
+    messages.update({
+        f"wrong_row:{j}": f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'."
+        for j, tok in enumerate(ex.tokens)
+    })
+    if verdict in messages:
+        return _incorrect(verdict.split(":")[0], f"Your temperature is {value:g}. {messages[verdict]}")
+    if verdict == "rounded":
+        return _incorrect(
+            "rounded",
+            f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
+            "which is too coarse here. Give at least three decimals.",
+        )
     return _incorrect(
         "wrong_value",
         f"Your temperature is {value:g}, which is not right. At that T, compute the entropy of the "

@@ -72,6 +72,10 @@ TODAY = (1.0, 1.1, 1.2)
 example's pattern, each token 0.3 further along every axis."""
 
 
+_TODAY_FIRST = [3, 0, 1, 2]
+"""The four tokens with "today" put first (the order of a sentence built with the new token in front)."""
+
+
 def _four_tokens():
     """X of "I am happy today" (4, 3), and X of "I am happy" (3, 3); Q = K = V = X."""
     x3 = np.asarray(examples.load_example("i_am_happy").q, dtype=float)
@@ -117,7 +121,8 @@ def check_i_am_happy_weights(weights):
         "today"), ``today_not_a_key``, ``today_not_a_query``, ``rounded_scores`` (scores
         rounded before the softmax, or sqrt(3) rounded), ``unscaled``, ``divided_by_d_k``,
         ``wrong_axis`` (``transposed`` coincides with it here, since Q = K),
-        ``softmax_whole_matrix``, ``returned_scores``, then ``wrong_shape`` /
+        ``softmax_whole_matrix``, ``returned_scores``, ``divided_by_sqrt_n`` (sqrt of
+        X.shape[0]), ``tokens_reordered`` ("today" first), then ``wrong_shape`` /
         ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
 
     Examples
@@ -147,6 +152,12 @@ def check_i_am_happy_weights(weights):
          "row (one query) should sum to 1 on its own."),
         ("returned_scores", lambda: scores / root,
          "These are the scaled scores; the weights are one step further."),
+        ("divided_by_sqrt_n", lambda: attention.softmax(scores / math.sqrt(len(x))),
+         f"You divided the scores by sqrt({len(x)}), the square root of the number of tokens "
+         "(X.shape[0]); the scaling uses d_k, the width of the queries and keys (X.shape[1])."),
+        ("tokens_reordered", lambda: attention.softmax(x[_TODAY_FIRST] @ x[_TODAY_FIRST].T / root),
+         "Your rows and columns are those of the tokens in another order, with \"today\" first; keep "
+         "the sentence's order: 'I', 'am', 'happy', 'today'."),
     ]
     result = _match(arr, exact, mistakes, what="weights", atol=HAND_ATOL)
     if result is not None and result.mistake == "wrong_shape" and arr.shape == (len(x3), len(x3)):
@@ -182,7 +193,8 @@ def check_i_am_happy_context(context):
         ``today_not_a_query``, ``rounded_scores`` (scores rounded before the softmax),
         ``unscaled``, ``divided_by_d_k``, ``wrong_axis`` (softmax over the queries),
         ``softmax_whole_matrix``, ``returned_weights``, ``no_softmax`` (scaled scores @ V),
-        ``transposed``, then ``wrong_shape`` / ``wrong_values``; ``wrong_type``,
+        ``transposed``, ``divided_by_sqrt_n``, ``tokens_reordered``, then ``wrong_shape`` /
+        ``wrong_values``; ``wrong_type``,
         ``complex``, ``not_finite``.
 
     Examples
@@ -219,6 +231,12 @@ def check_i_am_happy_context(context):
          "You multiplied the scaled scores by V; the softmax step is missing."),
         ("transposed", lambda: exact.T,
          "Your matrix is transposed: one row per token (query), one column per value dimension."),
+        ("divided_by_sqrt_n", lambda: attention.softmax(scores / math.sqrt(len(x))) @ v,
+         f"You divided the scores by sqrt({len(x)}), the square root of the number of tokens "
+         "(X.shape[0]); the scaling uses d_k, the width of the queries and keys (X.shape[1])."),
+        ("tokens_reordered", lambda: attention.softmax(x[_TODAY_FIRST] @ x[_TODAY_FIRST].T / root) @ x[_TODAY_FIRST],
+         "Your rows are those of the tokens in another order, with \"today\" first; keep the "
+         "sentence's order: 'I', 'am', 'happy', 'today'."),
     ]
     result = _match(arr, exact, mistakes, what="context vectors", atol=HAND_ATOL)
     if result is not None and result.mistake == "wrong_shape" and arr.shape == x3.shape:

@@ -16,6 +16,8 @@ import functools
 import math
 
 from helpers import examples
+from helpers.checks import _sealed
+from helpers.checks._answer_table import TABLE
 from helpers.checks._core import (
     _as_number,
     _correct,
@@ -26,6 +28,7 @@ from helpers.checks._core import (
     _not_yet,
     _parts,
     record,
+    record_sealed,
 )
 from helpers.checks.e1_section_5_2 import _with_precision_note
 
@@ -39,37 +42,57 @@ TARGET_WEIGHT = 0.9
 computes the weights at given temperatures; the exercise runs the softmax backwards."""
 
 
-def _temperature_candidates(p):
-    """The temperature at which "cat" gives itself weight ``p``, and each mistake's temperature."""
-    ex = examples.load_example("cat_sat")
-    scores = ex.q @ ex.k.T
-    d_k = ex.q.shape[-1]
+def _temperature_messages(p):
+    """The message of each mistake the check names (the values are sealed: :mod:`helpers.checks._sealed`)."""
+    d_k = examples.load_example("cat_sat").q.shape[-1]
     root = math.sqrt(d_k)
-    gap = float(scores[0, 0] - scores[0, 1])  # the raw score gap between "cat" and "sat"
-    logit = math.log(p / (1 - p))
-    right = gap / root / logit
-    mistakes = [
-        ("forgot_scaling", gap / logit,
-         "Your temperature is the one the raw scores would need: the scaling by 1/sqrt(d_k) is missing."),
-        ("multiplied_by_temperature", logit / (gap / root),
-         "Your temperature is the one that works if T multiplies the scaled scores; it divides them."),
-        ("multiplied_and_unscaled", logit / gap,
-         "You multiplied the raw scores by T and left out the scaling by 1/sqrt(d_k)."),
-        ("divided_by_d_k", gap / d_k / logit,
-         f"Your temperature follows from scores divided by d_k = {d_k}; the scaling divides by "
-         f"sqrt(d_k) = {root:g}."),
-        ("log10", gap / root / math.log10(p / (1 - p)),
-         "You used log base 10; the softmax uses e, so its inverse is the natural logarithm."),
-        ("no_log", gap / root / (p / (1 - p)),
-         "You used the ratio of the two weights where the softmax needs its logarithm: the weights "
-         "are exponentials of the scores."),
-        ("log_of_weight", -gap / root / math.log(p),
-         "You used log of the weight alone; the softmax fixes the ratio of the two weights, not one "
-         "weight on its own."),
-        ("other_token", -right,
-         f"A negative temperature: that gives \"sat\" the weight {p:g}, not \"cat\". T is greater than 0."),
-    ]
-    return right, mistakes
+    return {
+        "forgot_scaling":
+            "That is the temperature the raw scores would need: the scaling by 1/sqrt(d_k) is missing.",
+        "multiplied_by_temperature":
+            "That is the temperature that works if T multiplies the scaled scores; it divides them.",
+        "multiplied_and_unscaled": "You multiplied the raw scores by T and left out the scaling by 1/sqrt(d_k).",
+        "divided_by_d_k": f"That temperature follows from scores divided by d_k = {d_k}; the scaling divides "
+                          f"by sqrt(d_k) = {root:g}.",
+        "log10": "You used log base 10; the softmax uses e, so its inverse is the natural logarithm.",
+        "no_log": "You used the ratio of the two weights where the softmax needs its logarithm: the weights "
+                  "are exponentials of the scores.",
+        "log_of_weight": "You used log of the weight alone; the softmax fixes the ratio of the two weights, "
+                         "not one weight on its own.",
+        "other_token": f"A negative temperature: that gives \"sat\" the weight {p:g}, not \"cat\". T is "
+                       "greater than 0.",
+    }
+
+
+def _sealed_verdict(answer, *, what, entry, messages, hint, sample=True):
+    """:func:`_expected_verdict` for a sealed answer: the check holds digests, not the value."""
+    record_sealed("number", what, entry)
+    value = _as_number(answer)
+    if value is None:
+        return _not_a_number(answer, what)
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
+    verdict, fewer = _sealed.number_verdict(entry, value)
+    if verdict == "right":
+        return None
+    if verdict in messages:
+        return _incorrect(verdict, f"Your {what} is {value:g}. {messages[verdict]}")
+    decimals = entry["decimals"]
+    if verdict == "rounded":
+        return _incorrect(
+            "rounded",
+            f"Your {what} is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is "
+            f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
+            "computes it).",
+        )
+    if sample and verdict == "close":
+        return _incorrect(
+            "simulation_estimate",
+            f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
+            "sample. The task asks for the expected value, computed from the formula; use a "
+            "simulation to confirm it, not as the answer.",
+        )
+    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
 @_never_raise
@@ -100,12 +123,12 @@ def check_temperature_prediction(temperature):
     """
     if _is_empty(temperature):
         return _not_yet("No answer yet: the temperature T.")
-    right, mistakes = _temperature_candidates(TARGET_WEIGHT)
-    result = _expected_verdict(
-        temperature, what="temperature", expected=right, atol=5e-4, decimals=3,
+    result = _sealed_verdict(
+        temperature, what="temperature", entry=TABLE["e3_temperature"],
+        messages=_temperature_messages(TARGET_WEIGHT),
         hint="At that temperature the softmax of \"cat\"'s row gives itself the weight asked for; write "
         "that weight with the two scaled scores and T, and solve for T.",
-        mistakes=mistakes, sample=False,
+        sample=False,
     )
     value = _as_number(temperature)
     if (result is not None and result.mistake == "wrong_value" and value is not None and math.isfinite(value)

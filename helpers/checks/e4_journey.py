@@ -257,15 +257,16 @@ def _self_attention_cases(seed=None):
               (np.vstack([ex.inputs, NEW_INPUT]), ex.w_q, ex.w_k, ex.w_v)),
              (f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", square)]
     probes = np.random.default_rng(_PROBE_SEED if seed is None else seed)
-    for n, d_in, d_out, spread in ((7, 3, 5, 1.0), (33, 8, 6, 0.5), (5, 4, 3, 1.5), (1, 4, 2, 1.0)):
+    # d_k != d_v both ways (as in E5 and the hidden test): dividing by sqrt(d_v) is then a named mistake
+    for n, d_in, d_k, d_v, spread in ((7, 3, 5, 2, 1.0), (33, 8, 6, 4, 0.5), (5, 4, 3, 5, 1.5), (1, 4, 2, 3, 1.0)):
         x = probes.normal(size=(n, d_in)) * spread
         x[0] *= 3.0  # one row larger than the others: its scores are larger
-        ws = tuple(probes.normal(size=(d_in, d_out)) for _ in range(3))
-        cases.append((f"a random case (n = {n}, d_in = {d_in}, d_out = {d_out})", (x,) + ws))
+        ws = (probes.normal(size=(d_in, d_k)), probes.normal(size=(d_in, d_k)), probes.normal(size=(d_in, d_v)))
+        cases.append((f"a random case (n = {n}, d_in = {d_in}, d_k = {d_k}, d_v = {d_v})", (x,) + ws))
     fresh = _fresh_rng()  # a case drawn anew at each run: no table of the probes can hold it
     x = fresh.normal(size=(5, 4))
-    cases.append(("a random case drawn at this run (n = 5, d_in = 4, d_out = 3)",
-                  (x,) + tuple(fresh.normal(size=(4, 3)) for _ in range(3))))
+    cases.append(("a random case drawn at this run (n = 5, d_in = 4, d_k = 3, d_v = 2)",
+                  (x, fresh.normal(size=(4, 3)), fresh.normal(size=(4, 3)), fresh.normal(size=(4, 2)))))
     return cases
 
 
@@ -332,7 +333,7 @@ def check_self_attention(fn, seed=None):
     inputs are not passed: the old keys and values are not recomputed. Notebook 04
     computes all the tokens at once from their inputs. Run on the journey sentence
     with the token "forward" appended (``NEW_INPUT``), a seeded case, four cases the
-    notebook does not show (other shapes, 33 tokens, a cache of one token, one input
+    notebook does not show (other shapes, d_k != d_v both ways, 33 tokens, a cache of one token, one input
     row larger than the rest) and one case drawn anew at each run. Every score stays
     below ``MAX_SCORE`` = 100, so the softmax of notebook 01, without the max
     subtraction, passes. The answer is read first by
@@ -354,7 +355,7 @@ def check_self_attention(fn, seed=None):
         ``cache_not_returned`` (the context alone), ``wrong_shape``, ``overflow``,
         ``not_finite``, ``cache_not_grown``, ``new_token_first``,
         ``keys_values_swapped``, ``key_from_w_q``, ``forgot_own_key``, ``unscaled``,
-        ``divided_by_d_k``, ``scaled_by_d_in``, ``unprojected_value``,
+        ``divided_by_d_k``, ``scaled_by_d_v``, ``scaled_by_d_in``, ``unprojected_value``,
         ``wrong_values``. A float32 result within ``FLOAT32_TOL`` is accepted with a
         note on precision.
     """
@@ -458,6 +459,10 @@ def check_self_attention(fn, seed=None):
              "You forgot to divide the scores by sqrt(d_k) (d_k, the width of the keys)."),
             ("divided_by_d_k", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v, scale=1 / d_k)[0],
              "You divided the scores by d_k; divide by sqrt(d_k)."),
+            ("scaled_by_d_v", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v,
+                                                         scale=1 / math.sqrt(d_v))[0],
+             f"You divided the scores by sqrt(d_v) (on {case}, the values' width {d_v}); the scaling uses "
+             f"the keys' width: divide by sqrt(d_k) = sqrt({d_k})."),
             ("scaled_by_d_in", lambda: _decode_reference(x_new, keys, values, w_q, w_k, w_v,
                                                           scale=1 / math.sqrt(d_in))[0],
              "You scaled by the square root of the input width d_in; the keys have width d_k, so "

@@ -198,6 +198,10 @@ def _axis_where_verdict(fn, label, x, axis, where):
             ("mask_after_softmax", lambda: attention.softmax(x, axis=axis) * where,
              "You set the blocked weights to 0 after the softmax, so the allowed ones no longer sum "
              "to 1: the blocked entries took their share first."),
+            ("inverted_mask", lambda: _masked_reference(x, axis, ~np.asarray(where, bool)),
+             "Your softmax shares the weight among the entries where the mask is False: that is the "
+             "convention of PyTorch's attn_mask (True = blocked). Here True means allowed, as in "
+             "np.sum(..., where=...)."),
             ("blocked_set_to_zero", lambda: attention.softmax(np.where(where, x, 0.0), axis=axis),
              "Your blocked entries are treated as logits of 0, so they still get weight: a blocked "
              "entry must get exactly none."),
@@ -260,7 +264,7 @@ def check_stable_softmax(fn, seed=None):
         ``unstable`` (breaks on the batch, the wide rows or the single logits),
         ``precision`` (float16), ``wrong_values``; then, for ``axis`` and ``where``
         (:func:`_axis_where_probes`): ``no_axis_or_where`` (the function takes
-        no such argument), ``axis_ignored``, ``where_ignored``,
+        no such argument), ``axis_ignored``, ``where_ignored``, ``inverted_mask`` (True = blocked, as PyTorch),
         ``mask_after_softmax``, ``blocked_set_to_zero``, ``blocked_in_max``
         (blocked entries 1e4 larger break it), ``empty_row_nan``,
         ``empty_row_not_zero``, ``overflow``, ``wrong_values``. A float32 result within

@@ -372,6 +372,19 @@ def _check_backward(fn, what, masked, seed=None):
                     "Your mask works the wrong way round: True means 'may attend', so the blocked "
                     "keys are where the mask is False.",
                 )
+            n_max = q.shape[-2]
+            for shift in (-1, 1):
+                shifted = np.clip(np.asarray(lengths) + shift, 0, n_max)
+                if np.array_equal(shifted, np.asarray(lengths)):
+                    continue
+                off = _backward_variants(q, k, v, d_out, _pair_mask(shifted, n_max))["right"]
+                if _close3(got, off):
+                    return _incorrect(
+                        "length_off_by_one",
+                        f"Your mask lets each sequence have {'one token fewer' if shift < 0 else 'one token more'} "
+                        f"than its length: for lengths {[int(n) for n in lengths]} the real tokens are "
+                        "positions 0 to length - 1 (np.arange(n) < length).",
+                    )
         wrong = [n for n, g, r in zip(names, got, reference)
                  if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
         return _incorrect(
@@ -614,7 +627,7 @@ def check_masked_backward(fn, seed=None):
         backward pass, ``masked_with_zero`` (blocked scores 0),
         ``masked_with_large_negative`` (-1e9: a fully masked row sends gradient
         back), ``mask_after_softmax``, ``padded_queries_pass_gradient``,
-        ``padded_keys_get_gradient``, ``mask_ignored``, ``mask_inverted``,
+        ``padded_keys_get_gradient``, ``mask_ignored``, ``mask_inverted``, ``length_off_by_one``,
         ``wrong_values``.
 
     """
@@ -648,6 +661,9 @@ def _merge_variants(m, ell, o):
         pair_top = np.maximum(m[0], m[1]) if len(m) > 2 else top
         pair_safe = np.where(np.isfinite(pair_top), pair_top, 0.0)
         pair = np.exp(m[:2] - pair_safe)
+        flipped = np.where(np.isfinite(m), np.exp(safe - m), 0.0)  # exp(M - m): the factor upside down
+        overall = np.max(m[np.isfinite(m)]) if np.isfinite(m).any() else -np.inf  # one max for every row
+        c_all = np.exp(m - (overall if np.isfinite(overall) else 0.0))
         return {
             "right": (top, (ell * c).sum(axis=0), (o * c).sum(axis=0)),
             "not_rescaled": (top, ell.sum(axis=0), o.sum(axis=0)),
@@ -656,6 +672,8 @@ def _merge_variants(m, ell, o):
             "sum_not_rescaled": (top, ell.sum(axis=0), (o * c).sum(axis=0)),
             "output_not_rescaled": (top, (ell * c).sum(axis=0), o.sum(axis=0)),
             "only_two_blocks": (pair_top, (ell[:2] * pair).sum(axis=0), (o[:2] * pair).sum(axis=0)),
+            "sign_flipped": (top, (ell * flipped).sum(axis=0), (o * flipped).sum(axis=0)),
+            "global_max": (np.full_like(top, overall), (ell * c_all).sum(axis=0), (o * c_all).sum(axis=0)),
         }
 
 
@@ -679,6 +697,14 @@ _MERGE_MESSAGES = {
     "output_not_rescaled": (
         "Your sums are rescaled but your outputs are not: the blocks' outputs were computed against "
         "different maxima, like their sums."
+    ),
+    "sign_flipped": (
+        "Your factors are exp(M - m), the rescaling upside down: a block whose maximum m is below the "
+        "merged maximum M must shrink, by exp(m - M) <= 1, not grow."
+    ),
+    "global_max": (
+        "Your merged maximum is one number for every row, the largest over all rows. Each query row "
+        "keeps its own running maximum (shape (n, 1)): the largest of that row's block maxima."
     ),
     "only_two_blocks": (
         "Your merged state holds the first two blocks only; the stack has more, and every one of "
@@ -776,7 +802,8 @@ def check_online_softmax_merge(fn, seed=None):
         ``used_library``, ``raises``, ``pairwise_signature`` (a merge of two states,
         six arguments), ``wrong_shape``, ``not_rescaled``,
         ``max_from_first_block``, ``max_from_last_block``, ``sum_not_rescaled``,
-        ``output_not_rescaled``, ``only_two_blocks``, ``not_finite`` (NaN from an
+        ``output_not_rescaled``, ``only_two_blocks``, ``sign_flipped`` (exp(M - m)), ``global_max``
+        (one maximum for all rows), ``not_finite`` (NaN from an
         empty block), ``overflow`` (inf or NaN at scores of 1e4), ``wrong_values``.
     """
     result = _check_callable(fn, "merge_all")
