@@ -118,7 +118,8 @@ def test_running_and_saving_lessons_with_autosave_leaves_git_status_clean(clone,
     with served_page(server, ARTIFACTS, "jupyter-server-autosave.log", timeout_ms=RUN_TIMEOUT_S * 1000) as page:
         page.on("response", on_response)
         page.goto(server.url("/lab"))
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell")
+        page.wait_for_function("() => window.jupyterapp")
+        page.evaluate("() => window.jupyterapp.restored")
         try:
             for path in LESSONS:
                 page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path)
