@@ -119,17 +119,18 @@ def test_running_and_saving_lessons_with_autosave_leaves_git_status_clean(clone,
         page.on("response", on_response)
         page.goto(server.url("/lab"))
         page.wait_for_function("() => window.jupyterapp")
-        page.evaluate("() => window.jupyterapp.restored")
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
         try:
             for path in LESSONS:
-                page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path)
+                page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                              path)
                 page.wait_for_function(
                     "(path) => window.jupyterapp.shell.currentWidget?.context?.path === path"
                     " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel", arg=path)
-                page.evaluate("() => window.jupyterapp.shell.currentWidget.context.ready")
-                page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.ready")
+                page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.context.ready; }")
+                page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.ready; }")
                 ran_at = time.monotonic()
-                page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+                page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
                 page.wait_for_function(_RAN, polling=500)
                 # The autosave (the notebook is dirty after running): a PUT after the run, without our asking.
                 deadline = time.monotonic() + 3 * AUTOSAVE_SECONDS + 30
@@ -137,7 +138,7 @@ def test_running_and_saving_lessons_with_autosave_leaves_git_status_clean(clone,
                     assert time.monotonic() < deadline, f"{path}: no autosave within {deadline - ran_at:.0f} s"
                     page.wait_for_timeout(500)
                 autosaves = len(saves[path])
-                page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+                page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
                 page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
                 while len(saves[path]) == autosaves:
                     page.wait_for_timeout(200)
