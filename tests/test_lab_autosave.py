@@ -122,8 +122,8 @@ def test_running_and_saving_lessons_with_autosave_leaves_git_status_clean(clone,
         page.evaluate("async () => { await window.jupyterapp.restored; }")
         try:
             for path in LESSONS:
-                page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                              path)
+                page.evaluate("async (path) => {"
+                              " await window.jupyterapp.commands.execute('docmanager:open', {path}); }", path)
                 page.wait_for_function(
                     "(path) => window.jupyterapp.shell.currentWidget?.context?.path === path"
                     " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel", arg=path)
