@@ -148,7 +148,8 @@ def test_running_and_saving_lessons_with_autosave_leaves_git_status_clean(clone,
                               " if (w.context?.path === path) w.close(); }", path)
             page.wait_for_function("() => ![...window.jupyterapp.shell.widgets('main')].some(w => w.context)")
             assert not page.locator(".jp-Dialog").count(), page.locator(".jp-Dialog").first.inner_text()
-        except Exception:
+        except Exception as error:
+            error.add_note(f"the lessons' saves (time, status): {saves}")
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "autosave-failure.png"))
             raise
