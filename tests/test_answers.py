@@ -111,7 +111,11 @@ def test_jupyterlab_shows_each_hidden_answer_as_a_closed_control(tmp_path):
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    expected = sum(answers.is_hidden_prose(c) for c in json.loads((ROOT / LESSON).read_text())["cells"])
+    hidden = [c for c in json.loads((ROOT / LESSON).read_text())["cells"] if answers.is_hidden_prose(c)]
+    expected = len(hidden)
+    # the first answer with math in it ($...$), by its place among the lesson's controls
+    sources = ["".join(c["source"]) for c in hidden]
+    with_math = next(k for k, text in enumerate(sources) if "$" in text and "**Answer" in text)
     server = _Lab(ROOT, tmp_path)  # the repository's notebook, opened, never saved (autosave off)
     with served_page(server, ARTIFACTS, "jupyter-server-answers.log") as page:
         page.goto(server.url(f"/lab/tree/{LESSON}"))
@@ -130,8 +134,8 @@ def test_jupyterlab_shows_each_hidden_answer_as_a_closed_control(tmp_path):
                 assert control.evaluate("(d) => d.open") is False
                 summary = control.locator("summary")
                 assert summary.inner_text().strip() in ("Answer", "Details", "Document check")
-            first = page.locator(f"{panel} .jp-RenderedMarkdown details",
-                                 has=page.locator("summary", has_text="Answer")).first
+            first = controls.nth(with_math)
+            assert first.locator("summary").inner_text().strip() == "Answer"
             first.scroll_into_view_if_needed()
             body = first.locator(":scope > :not(summary)").first
             assert first.locator("summary").is_visible() and not body.is_visible()
