@@ -7,7 +7,10 @@ another folder, or opens another page, fails here. Headless Chromium then opens 
 server's front page, checks that it lands on ``notebooks/00-index.ipynb``, and clicks
 each local link of the index in turn: a notebook (with or without a ``#heading``) or a
 Markdown file must open in a tab of its own name, and a folder must open in the file
-browser. No link may answer 404 or raise JupyterLab's "File Load Error" dialog.
+browser. A ``#heading`` link must land: the heading ends up inside the notebook's visible
+scroll area (JupyterLab alone leaves a notebook that the link opens at its top;
+tools/lab/labextensions/attention-heading-links, which make lab loads, fixes that).
+No link may answer 404 or raise JupyterLab's "File Load Error" dialog.
 
 The repository's notebooks are opened, never saved: autosave is off in the test's
 settings (tests/browser_support.py), and each notebook's kernel is shut down when its
@@ -33,6 +36,20 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 90_000
 
 CURRENT_TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
+LAND_TIMEOUT_MS = 20_000
+# The heading the fragment names, and the box of the visible notebook's scroll container.
+_HEADING_AND_VIEW = """(id) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const scroller = panel.querySelector('.jp-WindowedPanel-outer') || panel.querySelector('.jp-Notebook');
+  const heading = [...panel.querySelectorAll('[data-jupyter-id]')].find(e => e.dataset.jupyterId === id);
+  const view = scroller.getBoundingClientRect(), box = heading && heading.getBoundingClientRect();
+"""
+HEADING_IN_VIEW = _HEADING_AND_VIEW + """
+  return !!box && box.top >= view.top - 1 && box.bottom <= view.bottom + 1 && box.height > 0;
+}"""
+HEADING_PLACE = _HEADING_AND_VIEW + """
+  return {view: [view.top, view.bottom], heading: box && [box.top, box.bottom], top: scroller.scrollTop};
+}"""
 INDEX_LINKS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown a"
 
 
@@ -57,6 +74,9 @@ class MakeLab(JupyterLab):
         tracker = Path(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab/notebook-extension/tracker.jupyterlab-settings")
         settings = json.loads(tracker.read_text())
         settings["kernelShutdown"] = True
+        # The notebooks render as make lab renders them (JupyterLab's default windowing), so the test
+        # sees where a #heading link lands for a learner.
+        settings.pop("windowingMode", None)
         tracker.write_text(json.dumps(settings, indent=2))
         return env
 
@@ -168,11 +188,18 @@ def _follow(page, targets, opened):
             if target.suffix == ".ipynb":
                 page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", state="attached")
             if fragment:
-                # The anchor names a heading of that notebook. (JupyterLab 4 keeps a heading's anchor in
-                # data-jupyter-id, its sanitizer drops id; whether it scrolls there is JupyterLab's business.)
+                # The anchor names a heading of that notebook (JupyterLab 4 keeps a heading's anchor in
+                # data-jupyter-id, its sanitizer drops id), and the view lands on it: the heading is
+                # inside the notebook's scroll container (tools/lab/labextensions/attention-heading-links).
                 page.wait_for_function(
                     "(id) => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) [data-jupyter-id]')]"
                     ".some(e => e.dataset.jupyterId === id)", arg=fragment)
+                try:
+                    page.wait_for_function(HEADING_IN_VIEW, arg=fragment, timeout=LAND_TIMEOUT_MS)
+                except Exception as error:
+                    where = page.evaluate(HEADING_PLACE, fragment)
+                    raise AssertionError(f"{path}#{fragment}: the view does not land on the heading: {where}") \
+                        from error
         dialogs = page.locator(".jp-Dialog")
         assert not dialogs.count(), f"{path}: a dialog opened: {dialogs.first.inner_text()}"
         assert not page.failed, f"{path}: the server answered 404 for {page.failed}"

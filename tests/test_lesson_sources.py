@@ -7,8 +7,9 @@ source line at the top and the pointer to the appendix.
 
 The main path of a lesson is its visible markdown: the markdown cells before the
 first heading that starts with "Appendix" (``## Appendix...``), leaving out the
-cells whose source is collapsed (``jupyter.source_hidden``: answers and audits a
-learner opens on purpose). Speaker notes are visible markdown, so they count.
+cells that are collapsed (tag ``collapsed``, written as a closed ``<details>``, or
+``jupyter.source_hidden``: answers and audits a learner opens on purpose). Speaker
+notes are visible markdown, so they count.
 
 Item 9: nothing a learner can read speaks to the lecturer or about slides
 ("Before the lecture, run all cells...", "the next slide follows..."). That goes
@@ -59,7 +60,9 @@ def main_path(nb):
             continue
         if APPENDIX.search(cell.source):
             return
-        if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+        # collapsed: hidden until asked, as tag ``collapsed`` (a closed <details>, tools/answers.py) or hidden source
+        if ("collapsed" in cell.get("metadata", {}).get("tags", [])
+                or cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")):
             continue
         yield index, COMMENT.sub(" ", cell.source)
 

@@ -299,6 +299,17 @@ def _as_jupyterlab_saves(text):
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _as_jupyterlab_runs_and_saves(text):
+    """What a save after "Run All" writes: the above, and every hidden Markdown source and code output shown."""
+    nb = json.loads(_as_jupyterlab_saves(text))
+    for cell in nb["cells"]:
+        hidden = cell["metadata"].get("jupyter", {})
+        hidden.pop("source_hidden" if cell["cell_type"] == "markdown" else "outputs_hidden", None)
+        if "jupyter" in cell["metadata"] and not hidden:
+            del cell["metadata"]["jupyter"]
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def test_the_clean_filter_removes_what_a_jupyterlab_save_adds():
     for path in (ROOT / "notebooks" / "00-index.ipynb", ROOT / "notebooks" / "07-explorer.ipynb"):
         text = path.read_text(encoding="utf-8")
@@ -327,7 +338,10 @@ def test_make_lab_passes_the_server_configuration():
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_jupyterlab_save_of_every_lesson_leaves_git_status_clean(tmp_path):
-    """In a clone: each notebook saved through the lab's contents manager, as JupyterLab sends it after a run."""
+    """In a clone: each notebook saved through the lab's contents manager, as JupyterLab sends it after a run.
+
+    The run has shown every hidden Markdown source and code output; the save keeps the file's hidden state.
+    """
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True, timeout=300)
     for path in NOTEBOOKS:  # this checkout's notebooks, committed or not
@@ -340,7 +354,7 @@ def test_a_jupyterlab_save_of_every_lesson_leaves_git_status_clean(tmp_path):
     manager = _lab_contents_manager(clone)
     for path in NOTEBOOKS:
         relative = path.relative_to(ROOT).as_posix()
-        content = json.loads(_as_jupyterlab_saves(path.read_text(encoding="utf-8")))
+        content = json.loads(_as_jupyterlab_runs_and_saves(path.read_text(encoding="utf-8")))
         asyncio.run(manager.save({"type": "notebook", "format": "json", "content": content}, relative))
     status = subprocess.run(["git", "status", "--porcelain", "--", "*.ipynb"], cwd=clone, check=True,
                             capture_output=True, text=True).stdout

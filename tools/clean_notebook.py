@@ -17,6 +17,9 @@ them. What goes is exactly what a save adds and the stored notebooks never hold:
 * each widget view's random ``model_id``, written ``<cell id>-<output index>`` as
   tools/run_notebooks.py writes it.
 
+On a save in ``make lab`` (:func:`pre_save_hook`) each cell also keeps the hidden source or
+outputs the file on disk gives it: running all cells un-hides them (:func:`keep_hidden`).
+
 The text is written as nbformat writes it (sorted keys, indent 1, a final newline),
 so every stored notebook passes through byte for byte (tests/test_notebook_storage.py
 checks all of them). Standard library only: git can run it in a fresh clone before
@@ -78,13 +81,59 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def pre_save_hook(model, **kwargs):
+HIDDEN_KEYS = ("source_hidden", "outputs_hidden")
+
+
+def keep_hidden(nb: dict, saved: dict) -> dict:
+    """Give each cell of ``nb`` (in place, and return it) the ``jupyter.source_hidden`` and
+    ``outputs_hidden`` of the cell with its id and type in ``saved``, the notebook on disk.
+
+    Running a cell in JupyterLab shows what was hidden: a Markdown cell that is rendered
+    loses ``source_hidden``, a code cell that runs loses ``outputs_hidden``. That is the
+    view of the moment, not an edit: a save keeps what the file had (a new cell keeps its
+    own). To hide or show a cell for good, edit the file's metadata (or the notebook
+    outside ``make lab``).
+    """
+    before = {}
+    for cell in saved.get("cells", []):
+        if isinstance(cell, dict) and "id" in cell:
+            before[(cell["id"], cell.get("cell_type"))] = cell.get("metadata", {})
+    for cell in nb.get("cells", []):
+        old_metadata = before.get((cell.get("id"), cell.get("cell_type")))
+        if old_metadata is None:
+            continue
+        old = old_metadata.get("jupyter", {})
+        metadata = cell.setdefault("metadata", {})
+        hidden = metadata.setdefault("jupyter", {})
+        for key in HIDDEN_KEYS:
+            if key in old:
+                hidden[key] = old[key]
+            else:
+                hidden.pop(key, None)
+        if not hidden and "jupyter" not in old_metadata:
+            del metadata["jupyter"]
+    return nb
+
+
+def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
     """Jupyter server's ``FileContentsManager.pre_save_hook``: a save writes the cleaned notebook.
 
     Git's filter alone leaves ``git status`` reporting a notebook whose file size a save
     changed (git trusts a changed size without running the filter), so ``make lab`` also
     cleans before the file is written (tools/jupyter_server_config.py installs this hook):
     the file on disk stays byte for byte the stored one when the outputs are the same.
+    The hidden state of each cell is the file's, not the run's (:func:`keep_hidden`).
     """
-    if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
-        clean(model["content"])
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    clean(model["content"])
+    os_path = None
+    if contents_manager is not None and path and hasattr(contents_manager, "_get_os_path"):
+        os_path = Path(contents_manager._get_os_path(path))
+    if os_path is not None and os_path.is_file():
+        try:
+            saved = json.loads(os_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(saved, dict):
+            keep_hidden(model["content"], saved)

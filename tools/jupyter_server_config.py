@@ -2,7 +2,7 @@
 
 Every notebook JupyterLab saves goes through tools/clean_notebook.py's ``clean`` first,
 so the Python version, "collapsed" keys, widget state and random widget ids a save
-adds never reach the file (autosave included).
+adds never reach the file (autosave included), and links to a notebook's headings land on them.
 """
 
 import importlib.util
@@ -25,3 +25,6 @@ class CleanSavingContentsManager(AsyncLargeFileManager):
 
 c = get_config()  # noqa: F821 - defined by the traitlets config loader
 c.ServerApp.contents_manager_class = CleanSavingContentsManager
+# tools/lab/labextensions/attention-heading-links: a link to a notebook's #heading lands on the
+# heading when it opens the notebook (JupyterLab alone leaves the view at the top).
+c.LabApp.extra_labextensions_path = [str(Path(__file__).with_name("lab") / "labextensions")]

@@ -49,7 +49,7 @@ SHIPPED = (
     "benchmarks/bench_induction_seeds.py", "benchmarks/bench_threads.py", "benchmarks/bench_transformer.py",
     "benchmarks/bench_widgets.py", "benchmarks/bench_setup.py",
     "tools/rise/", "tools/site/", "tools/ci/", "tools/check_prose_numbers.py", "tools/deck_report.py",
-    "tools/floors.py", "tools/clean_notebook.py", "tools/jupyter_server_config.py",
+    "tools/floors.py", "tools/clean_notebook.py", "tools/jupyter_server_config.py", "tools/lab/", "tools/answers.py",
     "tools/lesson_timings.py", "tools/make_student_notebooks.py", "tools/navigation.py", "tools/publish.py",
     "tools/release.py", "tools/run_notebooks.py", "tools/slide_metadata.py", "tools/slim_notebooks.py",
     "tools/softmax_mutation.py", "tools/web_assets.py",
