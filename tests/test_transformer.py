@@ -449,7 +449,8 @@ def test_the_first_model_is_kept_with_its_own_recipe():
 
 # Retraining on another CPU's BLAS sums the same products in another order, so the float32
 # weights drift by a few last places over the training steps (seen: up to 6e-6 between two
-# machines for the 3,000-step model, 4.3e-4 under the floors' NumPy for the 4,000-step one).
+# machines for the 3,000-step model, 4.3e-4 under the floors' NumPy for the 4,000-step one;
+# the 4,500-step model stored now trains with a cosine learning-rate decay, which shrinks late drift).
 # Notebook 12 states the same tolerance; its printed numbers do not move.
 RETRAIN_TOLERANCE = 2e-3
 
@@ -609,6 +610,22 @@ def test_gapped_training_data_covers_every_distance_and_gap():
     assert repeat.sum() == (periods - 1).sum()
 
 
+def test_balanced_draws_even_out_the_positions_each_distance_gets():
+    """balance=1 gives every distance about the same number of predictable positions; uniform
+    draws (balance=0) give the middle distances several times more than the shortest."""
+    def positions_by_distance(balance):
+        _, periods, _, gaps = tr.gapped_induction_task(20000, 24, 16, np.random.default_rng(5), balance=balance)
+        gapped = gaps > 0
+        return np.bincount((periods + gaps)[gapped], weights=(periods - 1)[gapped], minlength=23)[3:23]
+    uniform, even, half = (positions_by_distance(b) for b in (0.0, 1.0, 0.5))
+    assert uniform.max() > 4 * uniform.min()
+    assert even.max() < 1.3 * even.min()
+    assert even.max() / even.min() < half.max() / half.min() < uniform.max() / uniform.min()
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="balance"):
+            tr.gapped_induction_task(2, 24, 16, 0, balance=bad)
+
+
 @pytest.fixture(scope="module")
 def distance_losses():
     """The stored model's repeat loss at every distance 4.. the longest that fits, on fresh tokens."""
@@ -635,13 +652,14 @@ def test_the_stored_head_finishes_a_repeat_at_every_distance(distance_losses):
 @pytest.mark.parametrize("gap", [False, True])
 def test_the_stored_head_works_far_apart_and_after_a_gap(distance_losses, gap):
     """What the stored model does reach (notebook 12 prints it): the repeat loss by distance is
-    far below a uniform guess everywhere, at most 1.0 from distance 7 on without a gap, and at
-    most 1.25 from distance 5 on with one; the worst distance is within 2.5 times the best."""
+    far below a uniform guess everywhere (worst 1.46), at most 1.0 from distance 7 on without a
+    gap, and at most 1.35 from distance 5 on with one; the worst distance is within 2.0 times the
+    best (1.80; the model stored before: 2.18)."""
     model, losses = distance_losses
     every = np.concatenate(list(losses.values()))
-    assert every.max() <= 1.6 < math.log(16) and every.max() <= 2.5 * every.min(), losses
+    assert every.max() <= 1.5 < math.log(16) and every.max() <= 2.0 * every.min(), losses
     if gap:
-        assert losses[True][1:].max() <= 1.25, losses  # the head stored before: 3.00 at distance 20
+        assert losses[True][1:].max() <= 1.35, losses  # the head stored before the last: 3.00 at 20
     else:
         assert losses[False][3:].max() <= 1.0, losses
     # The measure is what it says: two distances recomputed by hand on other fresh tokens.
