@@ -600,6 +600,18 @@ class Adam:
 # ---------------------------------------------------------------------------
 
 
+def _task_sizes(batch, seq_len, vocab_size, min_period, max_period):
+    """The sizes of a repeat task as positive ints, ``min_period <= max_period`` (else ValueError naming them)."""
+    batch = _positive_int(batch, "batch")
+    seq_len = _positive_int(seq_len, "seq_len")
+    vocab_size = _positive_int(vocab_size, "vocab_size")
+    min_period = _positive_int(min_period, "min_period")
+    max_period = _positive_int(max_period, "max_period")
+    if max_period < min_period:
+        raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
+    return batch, seq_len, vocab_size, min_period, max_period
+
+
 def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12, start="random"):
     """Random token sequences in which a segment of random length is repeated once, anywhere.
 
@@ -647,13 +659,8 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12,
     >>> all((row[s + p:s + 2 * p] == row[s:s + p]).all() for row, p, s in zip(tokens, periods, starts))
     True
     """
-    batch = _positive_int(batch, "batch")
-    seq_len = _positive_int(seq_len, "seq_len")
-    vocab_size = _positive_int(vocab_size, "vocab_size")
-    min_period = _positive_int(min_period, "min_period")
-    max_period = _positive_int(max_period, "max_period")
-    if max_period < min_period:
-        raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
+    batch, seq_len, vocab_size, min_period, max_period = _task_sizes(
+        batch, seq_len, vocab_size, min_period, max_period)
     if isinstance(start, str):
         if start != "random":
             raise ValueError(f"start must be 'random' or a position >= 0: got {start!r}")
@@ -730,13 +737,8 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
     ...     for row, p, s, g in zip(tokens, periods, starts, gaps))
     True
     """
-    batch = _positive_int(batch, "batch")
-    seq_len = _positive_int(seq_len, "seq_len")
-    vocab_size = _positive_int(vocab_size, "vocab_size")
-    min_period = _positive_int(min_period, "min_period")
-    max_period = _positive_int(max_period, "max_period")
-    if max_period < min_period:
-        raise ValueError(f"max_period must be >= min_period: got min_period={min_period}, max_period={max_period}")
+    batch, seq_len, vocab_size, min_period, max_period = _task_sizes(
+        batch, seq_len, vocab_size, min_period, max_period)
     if seq_len < 2 * min_period:
         raise ValueError(
             f"seq_len must be >= 2 * min_period = {2 * min_period} so that the segment fits twice: "
