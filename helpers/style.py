@@ -195,14 +195,13 @@ def drop_crowded_values(fig):
     panels whose values were hidden.
     """
     hidden = 0
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()  # lays the figure out (any canvas: the window extents find their own renderer)
     for ax in fig.axes:
         texts = [t for t in ax.texts if t.get_gid() == CELL_VALUE and t.get_visible() and t.get_text().strip()]
         boxes = []
         for text in texts:
             try:
-                boxes.append(text.get_window_extent(renderer))
+                boxes.append(text.get_window_extent())
             except (RuntimeError, ValueError):
                 continue
         crowded = any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

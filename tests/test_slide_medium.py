@@ -136,3 +136,19 @@ def test_on_a_slide_a_panel_with_room_keeps_its_numbers(monkeypatch):
     assert len(texts) == 9 and all(t.get_visible() for t in texts)
     boxes = [t.get_window_extent() for t in texts]
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_a_figure_on_a_bare_canvas_is_fitted_too(monkeypatch):
+    """A Figure made without pyplot (12's pictures) has a FigureCanvasBase, which has no get_renderer."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig = Figure(figsize=(10, 2.4))
+    FigureCanvasBase(fig)
+    rng = np.random.default_rng(2)
+    for ax in fig.subplots(1, 3):
+        plots.heatmap(rng.random((8, 8)), ax=ax)
+    assert not hasattr(fig.canvas, "get_renderer")
+    style.fit_for_slide(fig)
+    assert not any(t.get_visible() for t in _cell_texts(fig))
