@@ -93,7 +93,7 @@ def test_a_deck_keeps_a_written_answer_in_the_speaker_notes():
     for cell, kind in zip(nb.cells, slide_metadata.rule_types(nb.cells)):
         cell.metadata["slideshow"] = {"slide_type": kind}
     html, _ = publish.slides_exporter("_static").from_notebook_node(
-        publish.deck_notebook(nb), resources=publish._resources(nb, "lesson", "_static", "index.html"))
+        publish.deck_notebook(nb), resources=publish._resources(nb, "lesson", "_static"))
     notes = re.findall(r'<aside class="notes">(.*?)</aside>', html, flags=re.S)
     answer = [n for n in notes if "whatever" in n]
     assert len(answer) == 1 and html.count("whatever") == 1, "the answer is in the notes, not on a slide"
