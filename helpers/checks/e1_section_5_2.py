@@ -20,6 +20,7 @@ from helpers.checks._core import (
     CheckResult,
     _as_number,
     _as_real_array,
+    _close,
     _correct,
     _incorrect,
     _is_empty,
@@ -76,6 +77,12 @@ EXERCISE_1_TARGET = np.array([2.0, 1.0])
 row v1, which second value row v2 makes the second query's output ``EXERCISE_1_TARGET``? Lesson
 03 computes outputs from given values; the exercise asks for the values behind an output. K is
 not symmetric, so a forgotten transpose shows."""
+
+
+def _weights_right(weights, expected):
+    """Whether ``weights`` is a real array within HAND_ATOL of ``expected`` (nothing recorded)."""
+    arr, refused = _as_real_array(weights, "weights")
+    return refused is None and arr.shape == expected.shape and _close(arr, expected, HAND_ATOL, 0.0)
 
 
 @_never_raise
@@ -151,6 +158,14 @@ def check_section_5_2_exercise_1(v2, weights=None):
     ]
     if not _is_empty(v2):
         result = _match(v2, exact, v2_mistakes, what="v2", atol=HAND_ATOL)
+        if (result is not None and result.mistake == "wrong_values" and weights is not None
+                and not _is_empty(weights) and _weights_right(weights, w_exact)):
+            return _incorrect(
+                "v2_solved_wrong",
+                "Your weights are right, but v2 does not follow from them. The second query's output is "
+                "a v1 + b v2, with (a, b) its row of weights: set that equal to the output asked for and "
+                "solve for v2, one entry at a time.",
+            )
         if result is not None:
             return result
     if weights is None or (_is_empty(weights) and _is_empty(v2)):
@@ -592,6 +607,7 @@ def check_attention_entropy(temperature):
         Mistakes recognised: ``bits`` (the entropy measured in bits), ``scaled`` (scores
         divided by sqrt(d_k)), ``wrong_axis`` (the column of "journey", softmax over the
         queries), ``wrong_row`` (another token's row), ``multiplied_by_temperature``,
+        ``shared_projection`` (exercise 4's scores, W_q for both roles),
         ``rounded`` (fewer than three decimals), ``not_a_number``, ``not_finite``,
         ``wrong_value``.
 
@@ -624,6 +640,8 @@ def check_attention_entropy(temperature):
         "of the query 'journey' are its row.",
         "multiplied_by_temperature": "That is the temperature that works if T multiplies the scores; it divides "
         "them.",
+        "shared_projection": "That temperature is for the row of 'journey' with exercise 4's shared projection "
+        "(W = W_q for both roles); this exercise uses the separate projections: journey.q @ journey.k.T.",
     }
     messages.update({
         f"wrong_row:{j}": f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'."
@@ -634,8 +652,8 @@ def check_attention_entropy(temperature):
     if verdict == "rounded":
         return _incorrect(
             "rounded",
-            f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
-            "which is too coarse here. Give at least three decimals.",
+            f"Your temperature is {value:g}, to {fewer} decimal{'s' if fewer != 1 else ''} (rounded or cut "
+            "short), which is too coarse here. Give at least three decimals.",
         )
     return _incorrect(
         "wrong_value",
