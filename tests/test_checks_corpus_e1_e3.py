@@ -506,3 +506,19 @@ def test_grammar_plural_subjects_take_plural_verbs():
     for case, message in _messages():
         assert not re.search(r"\b(weights|entropies|vectors|scores|favourites) (has|is)\b", message), (case, message)
         assert not re.search(r"\brow\b[^.;]*\bthey\b", message), (case, message)
+
+
+def test_messages_read_as_sentences():
+    """Phrases that read wrong: "but: Your", "compute it" for plural weights, a fraction as an
+    example of a token count, and "not that n" with no n named before it."""
+    told = check_section_5_2_exercise_1(V2, softmax(Q1 @ K1)).message
+    assert "but: Your" not in told and told.startswith("Your v2 is right, but not your weights. "), told
+    told = check_section_5_2_exercise_2(None).message
+    assert "compute them and pass them" in told, told
+    for answer in ("a lot", [1, 2]):
+        told = check_flops(answer).message
+        assert "0.25" not in told and "3e6" not in told and "whole number" in told, told
+    told = check_flops(N3_MAX - 1).message
+    assert "not that n" not in told and "largest n" in told, told
+    told = check_flops(N3_MAX - 0.5 - 3).message
+    assert f"{N3_MAX - 3.5:,}" in told, told   # a fraction is quoted as written, not rounded to a whole n

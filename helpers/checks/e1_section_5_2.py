@@ -196,7 +196,8 @@ def check_section_5_2_exercise_1(v2, weights=None):
         return _with_precision_note(_correct("Right: the weights, and the value row behind the output."), v2, weights)
     if w_result.status == "not yet":
         return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
-    return CheckResult(w_result.status, "Your v2 is right, but: " + w_result.message, w_result.mistake)
+    return CheckResult(w_result.status, "Your v2 is right, but not your weights. " + w_result.message,
+                       w_result.mistake)
 
 
 # ---------------------------------------------------------------------------
@@ -249,7 +250,7 @@ def check_flops(answer):
         )
     value = _as_number(answer)
     if value is None:
-        return _not_a_number(answer, "number of tokens")
+        return _not_a_number(answer, "number of tokens", example="100 or 1_000 (a whole number)")
     if not math.isfinite(value):
         return _incorrect("not_finite", f"Your number of tokens ({value}) is not a finite number.")
     d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
@@ -299,11 +300,13 @@ def check_flops(answer):
     ]
     for target, name, message in mistakes:
         if abs(value - target) <= max(1.0, 1e-6 * abs(target)):
-            return _incorrect(name, f"You wrote {value:,.0f}. {message}")
+            shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
+            return _incorrect(name, f"You wrote {shown}. {message}")
+    shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
     return _incorrect(
         "wrong_value",
-        f"You wrote {value:,.0f}, which is not that n. Write the cost of attention as a function of "
-        "n and d first, as lesson 03 counts it.",
+        f"You wrote {shown}, which is not the largest n whose two products fit within {budget:,} FLOPs. "
+        "Write the cost of attention as a function of n and d first, as lesson 03 counts it.",
     )
 
 
