@@ -128,6 +128,7 @@ def entropy_candidates(target=1.5):
         ("scaled", temperature_for_entropy(scores[i] / math.sqrt(d_k), target)),
         ("wrong_axis", temperature_for_entropy(scores[:, i], target)),
         ("multiplied_by_temperature", 1 / exact),
+        ("shared_projection", temperature_for_entropy(((ex.inputs @ ex.w_q) @ (ex.inputs @ ex.w_q).T)[i], target)),
     ]
     mistakes += [(f"wrong_row:{j}", temperature_for_entropy(scores[j], target))
                  for j in range(len(ex.tokens)) if j != i]
@@ -171,6 +172,7 @@ def table():
     exact, mistakes = entropy_candidates(TARGET_ENTROPY)
     entry = _sealed.seal_number("e1-temperature-5", exact, decimals=3, atol=5e-4, mistakes=mistakes,
                                 mistakes_to_decimals=True)
+    entry["truncated"] = _sealed.seal_truncated("e1-temperature-5", exact, 3)
     entry["recorded"] = _clashes("number", exact, [], 5e-4, 0.0)
     out["e1_temperature"] = entry
     return out

@@ -178,6 +178,10 @@ WRONG = [
     ("e1x1-whole-V", lambda: check_section_5_2_exercise_1(np.vstack([V1_ROW, V2])), "wrong_shape"),
     ("e1x1-old-task", lambda: check_section_5_2_exercise_1([[2, 1], [2.4621, 0.5379]]), "wrong_shape"),
     ("e1x1-sign", lambda: check_section_5_2_exercise_1((TARGET1 + W1[1, 0] * V1_ROW) / W1[1, 1]), "wrong_values"),
+    ("e1x1-right-w-sign", lambda: check_section_5_2_exercise_1((TARGET1 + W1[1, 0] * V1_ROW) / W1[1, 1], W1),
+     "v2_solved_wrong"),
+    ("e1x1-right-w-no-divide", lambda: check_section_5_2_exercise_1(TARGET1 - W1[1, 0] * V1_ROW, W1.round(2)),
+     "v2_solved_wrong"),
     ("e1x1-text", lambda: check_section_5_2_exercise_1("[2.37, 0.63]"), "wrong_type"),
     ("e1x1-right-v2-wrong-w", lambda: check_section_5_2_exercise_1(V2, softmax(Q1 @ K1)), "no_transpose"),
     ("e1x1-w-axis0-only", lambda: check_section_5_2_exercise_1(None, softmax(Q1 @ K1.T, axis=0)), "wrong_axis"),
@@ -245,10 +249,12 @@ WRONG = [
     ("e1x5-row-step", lambda: check_attention_entropy(t_for_entropy(S5[5], 1.5)), "wrong_row"),
     ("e1x5-times-T", lambda: check_attention_entropy(1 / T5), "multiplied_by_temperature"),
     ("e1x5-two-decimals", lambda: check_attention_entropy(round(T5, 2)), "rounded"),
+    ("e1x5-truncated", lambda: check_attention_entropy(math.floor(T5 * 100) / 100), "rounded"),  # 0.44, not "the column"
     ("e1x5-one-decimal", lambda: check_attention_entropy(round(T5, 1)), "rounded"),
     ("e1x5-T=1", lambda: check_attention_entropy(1.0), "wrong_value"),
     ("e1x5-entropies", lambda: check_attention_entropy(entropy(softmax(S5))), "not_a_number"),
-    ("e1x5-shared-W", lambda: check_attention_entropy(t_for_entropy(S4[1], 1.5)), "wrong_value"),
+    ("e1x5-shared-W", lambda: check_attention_entropy(t_for_entropy(S4[1], 1.5)), "shared_projection"),
+    ("e1x5-shared-W-3dp", lambda: check_attention_entropy(round(t_for_entropy(S4[1], 1.5), 3)), "shared_projection"),
     # E2 exercise 1: the weights of "I am happy today"
     ("e2x1-three-tokens", lambda: check_i_am_happy_weights(WH3), "three_tokens"),
     ("e2x1-document", lambda: check_i_am_happy_weights(printed(HAPPY, "weights_row", range(3))), "three_tokens"),
@@ -500,3 +506,19 @@ def test_grammar_plural_subjects_take_plural_verbs():
     for case, message in _messages():
         assert not re.search(r"\b(weights|entropies|vectors|scores|favourites) (has|is)\b", message), (case, message)
         assert not re.search(r"\brow\b[^.;]*\bthey\b", message), (case, message)
+
+
+def test_messages_read_as_sentences():
+    """Phrases that read wrong: "but: Your", "compute it" for plural weights, a fraction as an
+    example of a token count, and "not that n" with no n named before it."""
+    told = check_section_5_2_exercise_1(V2, softmax(Q1 @ K1)).message
+    assert "but: Your" not in told and told.startswith("Your v2 is right, but not your weights. "), told
+    told = check_section_5_2_exercise_2(None).message
+    assert "compute them and pass them" in told, told
+    for answer in ("a lot", [1, 2]):
+        told = check_flops(answer).message
+        assert "0.25" not in told and "3e6" not in told and "whole number" in told, told
+    told = check_flops(N3_MAX - 1).message
+    assert "not that n" not in told and "largest n" in told, told
+    told = check_flops(N3_MAX - 0.5 - 3).message
+    assert f"{N3_MAX - 3.5:,}" in told, told   # a fraction is quoted as written, not rounded to a whole n

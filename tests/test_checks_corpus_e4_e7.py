@@ -253,6 +253,7 @@ E4_WRONG = [
     (check_journey_scores_row, np.append(S6[2], 0.0), "wrong_values"),
     (check_journey_scores_row, np.vstack([Q7[-1:], Q7[:-1]])[3] @ np.vstack([K7[-1:], K7[:-1]]).T, "new_token_first"),
     (check_journey_scores_row, S, "whole_matrix"),
+    (check_journey_scores_row, ((X7 @ JOURNEY.w_q) @ (X7 @ JOURNEY.w_q).T)[2], "queries_as_keys"),
     (check_journey_scores_row, S[1], "wrong_row"),
     (check_journey_scores_row, S[0], "wrong_row"),
     (check_journey_scores_row, S[2][:5], "wrong_shape"),
@@ -271,12 +272,13 @@ E4_WRONG = [
     (check_journey_weights_row, own_softmax((S / math.sqrt(2)).ravel()).reshape(7, 7)[2], "softmax_whole_matrix"),
     (check_journey_weights_row, own_softmax(S / math.sqrt(2), axis=0)[:, 2], "wrong_axis"),
     (check_journey_weights_row, W, "whole_matrix"),
+    (check_journey_weights_row, W[2] / W[2].max(), "not_normalised"),
     (check_journey_weights_row, W[4], "wrong_row"),
     (check_journey_weights_row, W6[2], "six_keys"),
     (check_journey_weights_row, np.append(W6[2], W[2, 6]), "kept_six_weights"),
     (check_journey_weights_row, W6[1], "six_keys"),  # notebook 04 computes this row
     (check_journey_scores_row, S6[1], "six_keys"),
-    (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "wrong_values"),
+    (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "not_normalised"),  # exponentials, never divided by their sum
     (check_journey_weights_row, W[2][:, None], "wrong_shape"),
     (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
     # exercise 3: the forward pass

@@ -146,3 +146,17 @@ def test_solution_notebook_stored_outputs_say_correct(name):
         # "status='correct'" (the CheckResult repr), not merely "correct", which "incorrect" contains.
         assert "status='correct'" in text, f"check cell {cell.id} is not correct: {text!r}"
         assert "incorrect" not in text and "not yet" not in text
+
+
+@pytest.mark.parametrize("name, words", [
+    # the set-up cell's embeddings are keyed by lower-case words: embeddings["The"] raises KeyError
+    ("E1-section-5-2", ("lower case", "KeyError")),
+    # load_example("cat_sat") has inputs=None: its Q and K are .q and .k
+    ("E3-cat-sat", ("`inputs` is `None`", "`.q`", "`.k`")),
+])
+def test_task_says_what_its_example_holds(name, words):
+    for folder in (msn.SOLUTIONS, msn.STUDENT):
+        tasks = "\n".join(c.source for c in nbformat.read(folder / f"{name}.ipynb", as_version=4).cells
+                          if c.cell_type == "markdown")
+        for word in words:
+            assert word in tasks, (folder.name, name, word)

@@ -579,7 +579,8 @@ def _is_empty(answer):
 def _as_real_array(answer, what):
     """``(array, None)`` for a finite real array, else ``(None, CheckResult)``."""
     if _is_empty(answer):
-        return None, _not_yet(f"No {what} yet: compute it and pass it to this check.")
+        it = _verb(what, "it", "them")
+        return None, _not_yet(f"No {what} yet: compute {it} and pass {it} to this check.")
     if isinstance(answer, (str, bytes, dict, set)):
         return None, _incorrect(
             "wrong_type",
@@ -979,8 +980,11 @@ def _as_number(answer):
     return None
 
 
-def _not_a_number(answer, what):
-    """The "incorrect" result for an answer that is not one number; text gets a hint on writing it."""
+def _not_a_number(answer, what, example="0.25 or 1.5"):
+    """The "incorrect" result for an answer that is not one number; text gets a hint on writing it.
+
+    ``example`` shows how such a number is written (a count of tokens: whole numbers).
+    """
     if isinstance(answer, str):
         text = answer.strip()
         plain = text.replace(",", "").replace("_", "").replace(" ", "")
@@ -990,7 +994,7 @@ def _not_a_number(answer, what):
             return _incorrect(
                 "not_a_number",
                 f"Your {what} {_verb(what, 'is', 'are')} the text {text!r}, not a number. Write the number itself, "
-                "without quotes, for example 0.25 or 3e6.",
+                f"without quotes, for example {example}.",
             )
         return _incorrect(
             "not_a_number",
@@ -1000,7 +1004,7 @@ def _not_a_number(answer, what):
     return _incorrect(
         "not_a_number",
         f"Your {what} {_verb(what, 'is', 'are')} a {type(answer).__name__}; give one number, for example "
-        "0.25 or 3e6.",
+        f"{example}.",
     )
 
 

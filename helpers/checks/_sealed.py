@@ -117,6 +117,16 @@ def seal_rounded(salt, value, decimals, within):
     return out
 
 
+def seal_truncated(salt, value, decimals):
+    """``{d: digest}`` of ``value`` cut (not rounded) to each ``d < decimals`` decimals, where that differs."""
+    out = {}
+    for d in range(decimals - 1, -1, -1):
+        t = math.trunc(value * 10**d) / 10**d
+        if t != round(value, d):
+            out[str(d)] = digest(salt, spell_fixed(t, d))
+    return out
+
+
 def rounded_to(salt, held, x):
     """The count of decimals ``d`` when ``x`` is written with ``d`` decimals and is the answer rounded, else None."""
     d = written_decimals(x)
@@ -166,6 +176,14 @@ def number_verdict(entry, x):
     salt = entry["salt"]
     if is_right(salt, entry["right"], x, entry["decimals"]):
         return "right", None
+    if written_decimals(x) < entry["decimals"]:
+        # Written with fewer decimals than asked: the right answer rounded is told so before a
+        # mistake whose value happens to round the same way (E1 ex. 5: 0.44 is not "the column").
+        d = rounded_to(salt, entry["rounded"], x)
+        if d is None:
+            d = rounded_to(salt, entry.get("truncated", {}), x)
+        if d is not None:
+            return "rounded", d
     for name, digests in entry["mistakes"]:
         if entry.get("mistakes_to_decimals"):
             if is_right(salt + ":" + name, digests, x, entry["decimals"]):

@@ -20,6 +20,7 @@ from helpers.checks._core import (
     CheckResult,
     _as_number,
     _as_real_array,
+    _close,
     _correct,
     _incorrect,
     _is_empty,
@@ -76,6 +77,12 @@ EXERCISE_1_TARGET = np.array([2.0, 1.0])
 row v1, which second value row v2 makes the second query's output ``EXERCISE_1_TARGET``? Lesson
 03 computes outputs from given values; the exercise asks for the values behind an output. K is
 not symmetric, so a forgotten transpose shows."""
+
+
+def _weights_right(weights, expected):
+    """Whether ``weights`` is a real array within HAND_ATOL of ``expected`` (nothing recorded)."""
+    arr, refused = _as_real_array(weights, "weights")
+    return refused is None and arr.shape == expected.shape and _close(arr, expected, HAND_ATOL, 0.0)
 
 
 @_never_raise
@@ -151,6 +158,14 @@ def check_section_5_2_exercise_1(v2, weights=None):
     ]
     if not _is_empty(v2):
         result = _match(v2, exact, v2_mistakes, what="v2", atol=HAND_ATOL)
+        if (result is not None and result.mistake == "wrong_values" and weights is not None
+                and not _is_empty(weights) and _weights_right(weights, w_exact)):
+            return _incorrect(
+                "v2_solved_wrong",
+                "Your weights are right, but v2 does not follow from them. The second query's output is "
+                "a v1 + b v2, with (a, b) its row of weights: set that equal to the output asked for and "
+                "solve for v2, one entry at a time.",
+            )
         if result is not None:
             return result
     if weights is None or (_is_empty(weights) and _is_empty(v2)):
@@ -181,7 +196,8 @@ def check_section_5_2_exercise_1(v2, weights=None):
         return _with_precision_note(_correct("Right: the weights, and the value row behind the output."), v2, weights)
     if w_result.status == "not yet":
         return _with_precision_note(_correct("Right: the value row behind the output asked for."), v2)
-    return CheckResult(w_result.status, "Your v2 is right, but: " + w_result.message, w_result.mistake)
+    return CheckResult(w_result.status, "Your v2 is right, but not your weights. " + w_result.message,
+                       w_result.mistake)
 
 
 # ---------------------------------------------------------------------------
@@ -234,7 +250,7 @@ def check_flops(answer):
         )
     value = _as_number(answer)
     if value is None:
-        return _not_a_number(answer, "number of tokens")
+        return _not_a_number(answer, "number of tokens", example="100 or 1_000 (a whole number)")
     if not math.isfinite(value):
         return _incorrect("not_finite", f"Your number of tokens ({value}) is not a finite number.")
     d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
@@ -284,11 +300,13 @@ def check_flops(answer):
     ]
     for target, name, message in mistakes:
         if abs(value - target) <= max(1.0, 1e-6 * abs(target)):
-            return _incorrect(name, f"You wrote {value:,.0f}. {message}")
+            shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
+            return _incorrect(name, f"You wrote {shown}. {message}")
+    shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
     return _incorrect(
         "wrong_value",
-        f"You wrote {value:,.0f}, which is not that n. Write the cost of attention as a function of "
-        "n and d first, as lesson 03 counts it.",
+        f"You wrote {shown}, which is not the largest n whose two products fit within {budget:,} FLOPs. "
+        "Write the cost of attention as a function of n and d first, as lesson 03 counts it.",
     )
 
 
@@ -592,6 +610,7 @@ def check_attention_entropy(temperature):
         Mistakes recognised: ``bits`` (the entropy measured in bits), ``scaled`` (scores
         divided by sqrt(d_k)), ``wrong_axis`` (the column of "journey", softmax over the
         queries), ``wrong_row`` (another token's row), ``multiplied_by_temperature``,
+        ``shared_projection`` (exercise 4's scores, W_q for both roles),
         ``rounded`` (fewer than three decimals), ``not_a_number``, ``not_finite``,
         ``wrong_value``.
 
@@ -624,6 +643,8 @@ def check_attention_entropy(temperature):
         "of the query 'journey' are its row.",
         "multiplied_by_temperature": "That is the temperature that works if T multiplies the scores; it divides "
         "them.",
+        "shared_projection": "That temperature is for the row of 'journey' with exercise 4's shared projection "
+        "(W = W_q for both roles); this exercise uses the separate projections: journey.q @ journey.k.T.",
     }
     messages.update({
         f"wrong_row:{j}": f"That temperature is for the row of {tok!r}; the task asks for the row of 'journey'."
@@ -634,8 +655,8 @@ def check_attention_entropy(temperature):
     if verdict == "rounded":
         return _incorrect(
             "rounded",
-            f"Your temperature is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, "
-            "which is too coarse here. Give at least three decimals.",
+            f"Your temperature is {value:g}, to {fewer} decimal{'s' if fewer != 1 else ''} (rounded or cut "
+            "short), which is too coarse here. Give at least three decimals.",
         )
     return _incorrect(
         "wrong_value",

@@ -151,6 +151,9 @@ def check_journey_scores_row(row):
          "X W_q and keys X W_k."),
         ("whole_matrix", lambda: scores,
          "That is the whole 7 x 7 matrix; give only the row of 'starts' (row 2)."),
+        ("queries_as_keys", lambda: ((x @ ex.w_q) @ (x @ ex.w_q).T)[_STARTS_ROW],
+         "Your scores pair the 'starts' query with the other tokens' queries (Q Q^T, W_q used for the "
+         "keys too); the keys are X W_k."),
     ]
     tokens = list(ex.tokens) + [NEW_TOKEN]
     result = _match_row(arr, scores, _STARTS_ROW, mistakes, tokens=tokens, what="scores", atol=HAND_ATOL)
@@ -185,8 +188,9 @@ def check_journey_weights_row(row):
         six-token sentence), ``kept_six_weights`` (those six with a seventh
         appended), ``document_row``, ``rounded``, ``unscaled``,
         ``divided_by_d_k``, ``scaled_by_d_in``, ``softmax_whole_matrix``,
-        ``wrong_axis``, ``whole_matrix``, ``wrong_row``, then ``wrong_shape`` /
-        ``wrong_values``; ``wrong_type``, ``complex``, ``not_finite``.
+        ``wrong_axis``, ``whole_matrix``, ``wrong_row``, ``not_normalised`` (seven
+        weights that do not sum to 1), then ``wrong_shape`` / ``wrong_values``;
+        ``wrong_type``, ``complex``, ``not_finite``.
     """
     ex, x, scores = _journey()
     d_k = ex.q.shape[-1]
@@ -236,6 +240,15 @@ def check_journey_weights_row(row):
                         atol=WEIGHTS_ATOL)
     result = _six_token_row(result, arr, attention.softmax(_six(ex) / math.sqrt(d_k)), ex.tokens,
                             "weights", WEIGHTS_ATOL)
+    if result is not None and result.mistake == "wrong_values" and arr.shape == exact.shape:
+        total = float(arr.sum())
+        if abs(total - 1.0) > 0.02:
+            return _incorrect(
+                "not_normalised",
+                f"Your seven weights sum to {total:.4g}, not 1: a row of weights is a softmax, "
+                "so its entries are positive and add up to 1. Divide each exponential by the sum "
+                "over the whole row.",
+            )
     return result if result is not None else _correct(
         f"Right: softmax of the seven 'starts' scores divided by sqrt({d_k}), each entry to within "
         f"{WEIGHTS_ATOL:g}."
