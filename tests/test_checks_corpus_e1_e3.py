@@ -249,7 +249,8 @@ WRONG = [
     ("e1x5-row-step", lambda: check_attention_entropy(t_for_entropy(S5[5], 1.5)), "wrong_row"),
     ("e1x5-times-T", lambda: check_attention_entropy(1 / T5), "multiplied_by_temperature"),
     ("e1x5-two-decimals", lambda: check_attention_entropy(round(T5, 2)), "rounded"),
-    ("e1x5-truncated", lambda: check_attention_entropy(math.floor(T5 * 100) / 100), "rounded"),  # 0.44, not "the column"
+    # 0.44, cut short: told "rounded", not "the column"
+    ("e1x5-truncated", lambda: check_attention_entropy(math.floor(T5 * 100) / 100), "rounded"),
     ("e1x5-one-decimal", lambda: check_attention_entropy(round(T5, 1)), "rounded"),
     ("e1x5-T=1", lambda: check_attention_entropy(1.0), "wrong_value"),
     ("e1x5-entropies", lambda: check_attention_entropy(entropy(softmax(S5))), "not_a_number"),

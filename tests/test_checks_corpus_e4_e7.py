@@ -278,7 +278,8 @@ E4_WRONG = [
     (check_journey_weights_row, np.append(W6[2], W[2, 6]), "kept_six_weights"),
     (check_journey_weights_row, W6[1], "six_keys"),  # notebook 04 computes this row
     (check_journey_scores_row, S6[1], "six_keys"),
-    (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "not_normalised"),  # exponentials, never divided by their sum
+    # exponentials, never divided by their sum
+    (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "not_normalised"),
     (check_journey_weights_row, W[2][:, None], "wrong_shape"),
     (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
     # exercise 3: the forward pass
