@@ -138,6 +138,12 @@ def test_make_lab_opens_the_index_and_every_index_link_opens_its_target(lab_page
     page.wait_for_selector(INDEX_LINKS, state="attached")
     assert urlparse(page.url).path == f"/lab/tree/{INDEX}", f"the front page is {page.url}, not the index"
     assert _current_tab(page) == Path(INDEX).name
+    # JupyterLab renders a notebook's cells a few at a time: read the links once every kind is there
+    # (on a loaded machine the first links are attached seconds before the last cells render).
+    page.wait_for_function(
+        "(sel) => { const h = [...document.querySelectorAll(sel)].map(a => a.href);"
+        " return h.some(x => x.includes('/files/docs/')) && h.some(x => x.includes('/files/exercises')); }",
+        arg=INDEX_LINKS)
 
     hrefs = page.evaluate(f"() => [...document.querySelectorAll({json.dumps(INDEX_LINKS)})].map(a => a.href)")
     targets = []
