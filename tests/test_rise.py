@@ -134,10 +134,12 @@ def explorer_cell(path):
     nb = nbformat.read(ROOT / path, as_version=4)
     shown = [c for c in nb.cells if c.cell_type == "code"
              and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
-             and "slides-hide-code" not in c.metadata.get("tags", [])
              and any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))]
     assert shown, f"{path}: no explorer on a slide"
-    return shown[-1].source.strip().splitlines()[0].strip()
+    # Live, a cell tagged slides-hide-code shows its code as any other (the tag hides it on the static
+    # decks only): the last explorer whose code the static deck also shows, else the deck's first explorer.
+    untagged = [c for c in shown if "slides-hide-code" not in c.metadata.get("tags", [])]
+    return (untagged[-1] if untagged else shown[0]).source.strip().splitlines()[0].strip()
 
 
 PRESENT_SECTION = ("document.querySelector('.reveal .slides section.present section.present') "
