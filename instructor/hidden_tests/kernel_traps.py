@@ -24,13 +24,19 @@ def graded_without_kernels(hidden, answer):
         library = importlib.import_module("helpers.attention")
     except ImportError:  # no library in this environment: nothing to reach
         return hidden(answer)
+    import os
+
+    # Only code written in the package: a decorated helper's __code__ can be the decorator's (a
+    # contextlib.contextmanager's is contextlib's), which NumPy or the hidden test may call too.
+    package = os.path.dirname(os.path.abspath(sys.modules["helpers"].__file__)) + os.sep
     codes = {}
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "helpers" or name.startswith("helpers.")):
             continue
         for attr, value in list(vars(module).items()):
             code = getattr(value, "__code__", None)
-            if code is not None and getattr(value, "__module__", "") == name:
+            if (code is not None and getattr(value, "__module__", "") == name
+                    and os.path.abspath(code.co_filename).startswith(package)):
                 codes[code] = f"{name}.{attr}"
     del library
     used = []
