@@ -42,6 +42,15 @@ TARGET_WEIGHT = 0.9
 computes the weights at given temperatures; the exercise runs the softmax backwards."""
 
 
+def _simulation_estimate(what, value):
+    """The verdict on a number close to the expected value, as a sample's estimate would be."""
+    return _incorrect(
+        "simulation_estimate",
+        f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
+        "sample. The task asks for the expected value, computed from the formula; use a "
+        "simulation to confirm it, not as the answer.",
+    )
+
 def _temperature_messages(p):
     """The message of each mistake the check names (the values are sealed: :mod:`helpers.checks._sealed`)."""
     d_k = examples.load_example("cat_sat").q.shape[-1]
@@ -86,12 +95,7 @@ def _sealed_verdict(answer, *, what, entry, messages, hint, sample=True):
             "computes it).",
         )
     if sample and verdict == "close":
-        return _incorrect(
-            "simulation_estimate",
-            f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
-            "sample. The task asks for the expected value, computed from the formula; use a "
-            "simulation to confirm it, not as the answer.",
-        )
+        return _simulation_estimate(what, value)
     return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
@@ -186,12 +190,7 @@ def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint,
                 "computes it).",
             )
     if sample and abs(value - expected) <= SAMPLE_RTOL * abs(expected):
-        return _incorrect(
-            "simulation_estimate",
-            f"Your {what} is {value:g}: close, but it looks like an estimate from a simulation, a "
-            "sample. The task asks for the expected value, computed from the formula; use a "
-            "simulation to confirm it, not as the answer.",
-        )
+        return _simulation_estimate(what, value)
     return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
 
 
