@@ -73,6 +73,37 @@ def test_a_hidden_prose_cell_is_written_as_a_closed_control_and_nothing_else_cha
     assert all(slide_metadata.is_collapsed(cells[i]) for i in (1, 2, 3))
 
 
+def test_a_question_stays_in_view_and_only_its_answer_is_hidden(tmp_path):
+    hidden_whole = ("<details><summary>Answer</summary>\n\n**Predict first.** Which key wins? "
+                    "**Answer:** the longest: a dot product grows with length.\n\n</details>")
+    in_view = "**Read it.** A line per weight. **Predict first:** which word wins? (**Answer:** \"cat\", below.)"
+    nb = json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(hidden_whole, metadata={"tags": ["collapsed"]}),
+        nbformat.v4.new_markdown_cell(in_view),
+        nbformat.v4.new_markdown_cell("**Predict first.** Which key wins?", metadata={}),
+    ])))
+    assert answers.unwritten(nb) == [0, 1], "a question hidden with its answer, and an answer in view"
+    path = tmp_path / "toy.ipynb"
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    assert answers.rewrite(path) == 2
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[0]["source"]) == (
+        "**Predict first.** Which key wins?\n\n<details><summary>Answer</summary>\n\n"
+        "The longest: a dot product grows with length.\n\n</details>")
+    assert "".join(cells[1]["source"]) == (
+        "**Read it.** A line per weight. **Predict first:** which word wins?\n\n"
+        "<details><summary>Answer</summary>\n\n\"cat\", below.\n\n</details>")
+    assert cells[2] == nb["cells"][2], "a question without its answer here is left alone"
+    assert answers.unwritten({"cells": cells}) == [] and answers.rewrite(path) == 0
+    assert slide_metadata.is_collapsed(cells[0]), "still a speaker note on the deck"
+    # the site leaves the question in view: it wraps only a collapsed cell that holds no control
+    sys.path.insert(0, str(ROOT / "tools" / "site"))
+    import build as site_build
+
+    site = site_build.site_notebook(nbformat.reads(json.dumps({**nb, "cells": cells}), as_version=4))
+    assert site.cells[0].source == "".join(cells[0]["source"])
+
+
 def test_the_summary_rule_is_the_sites():
     assert answers.DOCUMENT_CHECK.pattern == publish.DOCUMENT_CHECK.pattern
     assert answers.DOCUMENT_CHECK.flags == publish.DOCUMENT_CHECK.flags

@@ -27,7 +27,19 @@ and ``outputs_hidden`` go, or JupyterLab would hide the control itself.
 The summary says what the control holds: "Answer" for a cell tagged ``answer`` or one that
 gives an answer (``**Answer``), "Document check" under a heading about the document's figures
 (as the site labels them, tools/publish.py's ``collapse_summary``), "Details" otherwise.
-Collapsed *code* cells are left as they are: JupyterLab shows their first line as code.
+A question for the reader ("**Predict first.** ...? **Answer:** ...") keeps its question in view
+and hides only the answer, so opening the control to read the question cannot show the answer:
+
+    **Predict first.** Which key will the query of "I" match best?
+
+    <details><summary>Answer</summary>
+
+    "happy": its vector is the longest, ...
+
+    </details>
+
+A Markdown cell that shows such an answer outside a control (collapsed or not) is rewritten the
+same way. Collapsed *code* cells are left as they are: JupyterLab shows their first line as code.
 Nothing but those cells changes, and the notebook is written as nbformat writes it, so no
 re-execution is needed. Standard library plus tools/publish.py's summary rule.
 """
@@ -44,6 +56,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 OPENING = re.compile(r"\A<details><summary>(?P<summary>[^<]+)</summary>\n\n")
 CLOSING = "\n\n</details>"
+ANSWER_OPENING = "\n\n<details><summary>Answer</summary>\n\n"
+# a question for the reader and its answer, in one cell: the question, then "**Answer:**" and the answer
+QUESTION = re.compile(r"\A(?P<question>(?:(?!<details).)*?\*\*Predict first[.:]\*\*(?:(?!<details).)*?)"
+                      r"\s*\(?\*\*Answer:?\*\*:?\s*(?P<answer>.*?)\)?\s*\Z", re.S)
 GIVES_ANSWER = re.compile(r"\*\*Answers?\b")
 # tools/publish.py's DOCUMENT_CHECK: a heading about the document's figures (kept in step by tests/test_answers.py)
 DOCUMENT_CHECK = re.compile(r"\bdocument\b|\bcheck\b|\bslips?\b|\bfigures?\b|\bexact\b", re.IGNORECASE)
@@ -65,12 +81,41 @@ def is_hidden_prose(cell) -> bool:
         "collapsed" in _tags(cell) or bool(hidden.get("source_hidden") or hidden.get("outputs_hidden")))
 
 
+def _inside(source: str) -> str:
+    """The Markdown of a cell written as one closed control (else ``source`` itself)."""
+    match = OPENING.match(source)
+    return source[match.end():-len(CLOSING)] if match and source.endswith(CLOSING) else source
+
+
+def question_and_answer(cell) -> tuple[str, str] | None:
+    """(question, answer) of a prose cell that holds a "Predict first" question and its answer together."""
+    if cell.get("cell_type") != "markdown":
+        return None
+    match = QUESTION.match(_inside(_source(cell)).strip("\n"))
+    if not match:
+        return None
+    answer = match["answer"].strip()
+    return match["question"].rstrip(), answer[:1].upper() + answer[1:]
+
+
 def is_written(cell) -> bool:
-    """``cell``'s source is one closed ``<details>`` control and JupyterLab does not hide it."""
+    """``cell``'s source is one closed ``<details>`` control, or a question in view followed by its
+    answer in one, and JupyterLab does not hide it."""
     source = _source(cell)
     hidden = cell.get("metadata", {}).get("jupyter", {})
-    return bool(OPENING.match(source)) and source.endswith(CLOSING) and not (
-        hidden.get("source_hidden") or hidden.get("outputs_hidden"))
+    if hidden.get("source_hidden") or hidden.get("outputs_hidden") or not source.endswith(CLOSING):
+        return False
+    if OPENING.match(source):
+        return question_and_answer(cell) is None
+    question, sep, _ = source.partition(ANSWER_OPENING)
+    return bool(sep) and "**Predict first" in question.split("<details")[0]
+
+
+def needs_writing(cell) -> bool:
+    """Hidden prose not written as a closed control, or a question whose answer is in view or hidden with it."""
+    if is_hidden_prose(cell):
+        return not is_written(cell)
+    return question_and_answer(cell) is not None
 
 
 def _heading_before(cells, i) -> str:
@@ -99,10 +144,13 @@ def _lines(text: str) -> list[str]:
 def write_cell(cells, i) -> bool:
     """Rewrite cell ``i`` (in place) as a closed control if it is hidden prose not so written; True if it changed."""
     cell = cells[i]
-    if not is_hidden_prose(cell) or is_written(cell):
+    if not needs_writing(cell):
         return False
     source = _source(cell).strip("\n")
-    if not OPENING.match(source):
+    pair = question_and_answer(cell)
+    if pair:
+        source = f"{pair[0]}{ANSWER_OPENING}{pair[1]}{CLOSING}"
+    elif not OPENING.match(source):
         source = f"<details><summary>{summary(cells, i)}</summary>\n\n{source}{CLOSING}"
     cell["source"] = _lines(source) if isinstance(cell.get("source"), list) else source
     metadata = cell.setdefault("metadata", {})
@@ -115,8 +163,8 @@ def write_cell(cells, i) -> bool:
 
 
 def unwritten(nb) -> list[int]:
-    """The indices of the hidden prose cells of ``nb`` not written as closed controls."""
-    return [i for i, cell in enumerate(nb.get("cells", [])) if is_hidden_prose(cell) and not is_written(cell)]
+    """The indices of the cells of ``nb`` that :func:`needs_writing` (hidden prose, or a question with its answer)."""
+    return [i for i, cell in enumerate(nb.get("cells", [])) if needs_writing(cell)]
 
 
 def rewrite(path: Path) -> int:
@@ -138,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         bad = [(p, i) for p in paths for i in unwritten(json.loads(p.read_text(encoding="utf-8")))]
         for path, i in bad:
-            print(f"answers: {path} cell {i} is hidden prose not written as <details>")
+            print(f"answers: {path} cell {i} is hidden prose, or a question's answer, not written as <details>")
         return 1 if bad else 0
     for path in paths:
         changed = rewrite(path)

@@ -49,7 +49,7 @@ import web_assets  # noqa: E402
 BUILD = ROOT / "build"
 STAGE = BUILD / "site-src"
 LICENSE_PAGE = "LICENSE.md"
-DETAILS = re.compile(r"^\s*<details", re.IGNORECASE)
+DETAILS = re.compile(r"^\s*<details", re.IGNORECASE | re.MULTILINE)  # a control anywhere: the cell says what it hides
 
 
 def lessons() -> list[Path]:
@@ -87,7 +87,7 @@ def site_notebook(nb):
             continue
         text = label(cells, i)
         if cell.cell_type == "markdown":
-            if not DETAILS.match(cell.source):
+            if not DETAILS.search(cell.source):
                 cell.source = f"<details>\n<summary>{text}</summary>\n\n{cell.source}\n\n</details>"
         elif cell.cell_type == "code":
             hidden = cell.metadata.get("jupyter", {})
