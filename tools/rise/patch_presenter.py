@@ -11,6 +11,13 @@ on only a fixed list of settings, none of them a function. So this script adds
 or a drop-down; everything else navigates as before. The notebook shortcuts are
 kept off a focused slider by tools/rise/overrides.json.
 
+The same bundle set holds JupyterLab's toolkit of web components (@jupyter/web-components), whose
+``jp-toolbar`` gives itself a fill colour derived from its parent's as it connects. In the
+presenter those design tokens end in a loop: each deck logged 20-40 "RangeError: Maximum call stack
+size exceeded" while it loaded. The toolkit itself dropped that step later ("Don't make the
+toolbar stand out of its parent", jupyter-ui-toolkit pull request 126, 2024); this script drops it
+from the bundle the same way, and the toolbar takes its parent's colours as JupyterLab's own do.
+
 The options object is found by its exact text; when it is not found exactly once
 (another jupyterlab-rise release), the script fails and says so, and
 tools/rise/constraints.txt's pin is where to look. Running it twice changes nothing.
@@ -36,6 +43,10 @@ PATCHED = ANCHOR.replace("keyboard:", CONDITION + "keyboard:")
 NOTEBOOK_CSS = ('document.head.insertAdjacentHTML("beforeend",`<link rel="stylesheet" href="${h.href}" '
                 'id="rise-notebook-css" />`);')
 NO_NOTEBOOK_CSS = "void h;"
+# jp-toolbar's fill-colour sync with its parent (both copies of the toolkit in the bundles)
+TOOLBAR_SYNC = ("const e=(0,q.composedParent)(this);"
+                "e&&Ot.setValueFor(this,(t=>Vo.getValueFor(t).evaluate(t,Ot.getValueFor(e))))")
+NO_TOOLBAR_SYNC = "/* rise: no fill-colour sync with the parent toolbar */"
 # The previous patch (before Esc), so that an existing .venv-present is brought up to this one.
 OLD_CONDITIONS = [ANCHOR.replace("keyboard:", "keyboardCondition:e=>!(e.target&&e.target.closest"
                                  "&&e.target.closest('[role=\"slider\"],input,textarea,select')),keyboard:")]
@@ -61,8 +72,25 @@ def patch(static: Path) -> str:
             raise SystemExit(f"patch_presenter: reveal's options appear {text.count(ANCHOR)} times in {bundle}")
         text = text.replace(ANCHOR, PATCHED)
     bundle.write_text(text, encoding="utf-8")
+    toolbars = patch_toolbars(static)
     return (f"patch_presenter: {bundle.name}: a focused slider keeps the arrow keys, Esc gives them back "
-            "to the deck; no <notebook>.css is requested")
+            f"to the deck; no <notebook>.css is requested; {toolbars}")
+
+
+def patch_toolbars(static: Path) -> str:
+    """Drop jp-toolbar's fill-colour sync from the bundles under ``static``; return what was done."""
+    done = []
+    for bundle in sorted(static.glob("*.bundle.js")):
+        text = bundle.read_text(encoding="utf-8")
+        if TOOLBAR_SYNC in text:
+            bundle.write_text(text.replace(TOOLBAR_SYNC, NO_TOOLBAR_SYNC), encoding="utf-8")
+            done.append(bundle.name)
+        elif NO_TOOLBAR_SYNC in text:
+            done.append(bundle.name)
+    if not done:
+        raise SystemExit(f"patch_presenter: jp-toolbar's colour sync was not found in {static}: "
+                         "a jupyterlab-rise other than tools/rise/constraints.txt's pin?")
+    return f"{', '.join(done)}: toolbars take their parent's colours (no design-token loop)"
 
 
 def main() -> int:
