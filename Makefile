@@ -218,12 +218,13 @@ $(PRESENT_STAMP): pyproject.toml tools/rise/constraints.txt tools/rise/overrides
 present: $(PRESENT_STAMP)
 	$(THREADS) $(PRESENT_VENV)/bin/jupyter lab $(ALLOW_ROOT) $(SERVE_ROOT) --LabApp.default_url=$(PRESENT_URL) $(JUPYTER_ARGS)
 
-# --- releases: tools/release.py refuses while Source in pyproject.toml is the placeholder or
-# the working tree is dirty; then bumps helpers.__version__, moves CHANGELOG.md's [Unreleased]
-# into a dated section, updates CITATION.cff, builds dist/, commits and tags vX.Y.Z (no push).
+# --- releases: tools/release.py refuses while Source in pyproject.toml is the placeholder, the
+# working tree is dirty or CHANGELOG.md's [Unreleased] is empty; then bump-my-version
+# ([tool.bumpversion] in pyproject.toml) bumps helpers.__version__, dates [Unreleased] into the new
+# version's section, updates CITATION.cff, builds dist/ (uv build), commits and tags vX.Y.Z (no push).
 PART ?= minor
 
-release: $(VENV)/.installed-publish
+release: $(VENV)/.installed-publish $(VENV)/.installed-release
 	$(BIN)/python tools/release.py $(PART)
 
 clean:

@@ -45,17 +45,18 @@ def test_the_runtime_is_what_a_notebook_imports():
     project = _project()
     assert {_split(r)[0] for r in project["dependencies"]} == RUNTIME
     extras = project["optional-dependencies"]
-    assert set(extras) == {"lab", "publish", "site", "test", "bench", "grade", "present"}
+    assert set(extras) == {"lab", "publish", "site", "release", "test", "bench", "grade", "present"}
     assert {_split(r)[0] for r in extras["lab"]} == {"jupyterlab"}
     assert {_split(r)[0] for r in extras["publish"]} == {"nbformat", "nbclient", "nbconvert"}
     assert {_split(r)[0] for r in extras["site"]} == {"sphinx", "myst-nb", "sphinx-book-theme"}
     assert {_split(r)[0] for r in extras["bench"]} == {"threadpoolctl"}
+    assert {_split(r)[0] for r in extras["release"]} == {"bump-my-version"}
     # each in an environment of its own (make grade-venv, make present-venv), not in test
     assert {_split(r)[0] for r in extras["grade"]} == {"nbgrader"}
     assert {_split(r)[0] for r in extras["present"]} == {"jupyterlab-rise"}
     # the suite runs the tools, JupyterLab (browser tests) and pins BLAS threads: test brings those extras
     brought = [_self_reference(r, project) for r in extras["test"]]
-    assert sorted(e for b in brought if b for e in b) == ["bench", "lab", "publish", "site"]
+    assert sorted(e for b in brought if b for e in b) == ["bench", "lab", "publish", "release", "site"]
 
 
 def test_license_is_an_spdx_string_with_its_file():
@@ -76,7 +77,7 @@ def test_license_is_an_spdx_string_with_its_file():
 def test_every_extra_a_make_target_needs_is_installed_by_it():
     makefile = (ROOT / "Makefile").read_text()
     for target, extra in {"lab": "lab", "test": "test", "notebooks": "publish", "slides": "publish",
-                          "site": "site", "bench": "bench"}.items():
+                          "site": "site", "bench": "bench", "release": "release"}.items():
         rule = re.search(rf"^{target}:(.*)$", makefile, re.MULTILINE)
         assert rule and f".installed-{extra}" in rule.group(1), f"make {target} must install [{extra}]"
     # the RISE and grading tests need their own environments: make test builds both
@@ -106,6 +107,7 @@ CONDA_FORGE = {
     "sphinx": "sphinx",
     "myst-nb": "myst-nb",
     "sphinx-book-theme": "sphinx-book-theme",
+    "bump-my-version": "bump-my-version",
     "pytest": "pytest",
     "nbval": "nbval",
     "hypothesis": "hypothesis",

@@ -160,3 +160,27 @@ def test_task_says_what_its_example_holds(name, words):
                           if c.cell_type == "markdown")
         for word in words:
             assert word in tasks, (folder.name, name, word)
+
+
+def test_the_student_version_is_checked_for_answers_and_outputs_left_in(monkeypatch):
+    """check_student refuses what nbconvert's preprocessors should have removed, whatever removed it."""
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    nb = new_notebook(cells=[new_code_cell("x = 1", metadata={"tags": [msn.SOLUTION_TAG]}, execution_count=1,
+                                           outputs=[new_output("stream", text="1\n")]), new_code_cell("check(x)")])
+    student = msn.student_version(nb)
+    assert [c.source for c in student.cells] == [msn.ANSWER_SOURCE, "check(x)"]
+    assert student.cells[0].outputs == [] and student.cells[0].execution_count is None
+    with pytest.raises(ValueError, match="a worked answer left in"):
+        msn.check_student(nb)
+    nb.cells[0].metadata.tags = []
+    with pytest.raises(ValueError, match="an output or an execution count"):
+        msn.check_student(nb)
+    # were the clearing step gone, the generator would stop rather than write outputs out
+    class KeepOutputs(msn.Preprocessor):
+        def preprocess(self, nb, resources):
+            return nb, resources
+
+    monkeypatch.setattr(msn, "ClearOutputPreprocessor", lambda **_: KeepOutputs())
+    with pytest.raises(ValueError, match="an output or an execution count"):
+        msn.student_version(nb)

@@ -3,22 +3,26 @@
     python tools/make_student_notebooks.py           write exercises/student/*.ipynb
     python tools/make_student_notebooks.py --check   exit 1 (and list the files) if any is stale
 
-For every ``instructor/solutions/<name>.ipynb`` this writes
-``exercises/student/<name>.ipynb``: each code cell tagged ``solution`` becomes
-an empty answer cell (tagged ``answer``, holding only ``# your answer here``),
-every output and execution count is cleared, the Python version is left out of
-the metadata (tools/slim_notebooks.py), and everything else (task cells,
-set-up and check cells, the ``colab-install`` cell, navigation, metadata) is
-kept as it is, except the "Open in Colab" link of the top navigation cell: it
-points at the student version itself, the one a student opens (the solution
-version links itself; tools/navigation.py writes both the link and the install
-cell into the solution notebooks, and this script only moves that link from
-``instructor/solutions/`` to ``exercises/student/``: it imports nothing of
-navigation.py, which imports this module to write the students with the solutions). The result
-depends only on the solution notebook: kept cells keep their ids and an answer
-cell's id is the solution cell's id plus ``-answer``, so running the script
-twice gives the same files. A student notebook with no solution notebook is
-reported as stale by ``--check`` and deleted otherwise.
+For every ``instructor/solutions/<name>.ipynb`` this writes ``exercises/student/<name>.ipynb``
+through two preprocessors:
+
+* :class:`AnswerCells` turns each code cell tagged ``solution`` into an empty answer cell
+  (tagged ``answer``, holding only ``# your answer here``). nbconvert has no preprocessor for
+  this: its ``TagRemovePreprocessor`` drops a tagged cell, and nbgrader's ``ClearSolutions``
+  reads ``### BEGIN SOLUTION`` markers these notebooks do not have.
+* nbconvert's ``ClearOutputPreprocessor`` clears every output, execution count and timing.
+
+Then the Python version is left out of the metadata (tools/slim_notebooks.py), and
+:func:`check_student` refuses a result with a solution cell, an output or an execution count
+left in. Everything else (task cells, set-up and check cells, the ``colab-install`` cell,
+navigation, metadata) is kept, except the "Open in Colab" link of the top navigation cell: it
+points at the student version itself. tools/navigation.py writes the link and the install
+cell into the solution notebooks and imports this module; this one only moves that link from
+``instructor/solutions/`` to ``exercises/student/`` and imports nothing of navigation.py.
+The result depends only on the solution notebook: kept cells keep their ids and an answer
+cell's id is the solution cell's id plus ``-answer``, so running the script twice gives the
+same files. A student notebook with no solution notebook is reported as stale by ``--check``
+and deleted otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor
 from nbformat.v4 import new_code_cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,6 +67,23 @@ def answer_cell(solution_cell):
     return cell
 
 
+class AnswerCells(Preprocessor):
+    """Each code cell tagged ``solution`` replaced by its empty answer cell (:func:`answer_cell`)."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [answer_cell(cell) if is_solution(cell) else cell for cell in nb.cells]
+        return nb, resources
+
+
+def check_student(nb) -> None:
+    """ValueError if the student notebook ``nb`` keeps a worked answer, an output or an execution count."""
+    for index, cell in enumerate(nb.cells):
+        if SOLUTION_TAG in _tags(cell):
+            raise ValueError(f"cell {index} is still tagged {SOLUTION_TAG!r}: a worked answer left in")
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None):
+            raise ValueError(f"cell {index} keeps an output or an execution count")
+
+
 def student_version(nb, name: str | None = None):
     """A copy of the solution notebook ``nb`` with answers removed and outputs cleared.
 
@@ -69,20 +91,16 @@ def student_version(nb, name: str | None = None):
     navigation cell points at ``exercises/student/<name>``.
     """
     nb = copy.deepcopy(nb)
-    cells = []
-    for cell in nb.cells:
-        if is_solution(cell):
-            cell = answer_cell(cell)
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            cell.metadata.pop("execution", None)  # timing metadata, if a front end recorded any
-        cells.append(cell)
-    nb.cells = cells
+    # "execution": the timings a front end may record (nbconvert's default clears only the other two)
+    clear = ClearOutputPreprocessor(remove_metadata_fields={"collapsed", "scrolled", "execution"})
+    for preprocessor in (AnswerCells(), clear):
+        nb, _ = preprocessor.preprocess(nb, {})
     nb.metadata.pop("widgets", None)
     slim_notebooks.slim(nb)  # outputs are gone; this drops the Python version, should the solution hold one
+    cells = nb.cells
     if name is not None and len(cells) > 1 and NAV_TAG in _tags(cells[1]):
         cells[1].source = SOLUTION_COLAB.sub(lambda m: f"{m.group(1)}exercises/student/{name})", cells[1].source)
+    check_student(nb)
     nbformat.validate(nb)
     return nb
 

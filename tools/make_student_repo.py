@@ -45,6 +45,7 @@ SHIPPED = (
     # single files in folders that are not shipped whole
     "exercises/README.md", "exercises/.ruff.toml",
     "docs/accessibility.md", "docs/glossary.md", "docs/reference.md", "docs/sources.md", "docs/teaching.md",
+    "docs/upstream.md",
     "benchmarks/README.md", "benchmarks/bench_attention.py", "benchmarks/bench_blockwise.py",
     "benchmarks/bench_induction_seeds.py", "benchmarks/bench_threads.py", "benchmarks/bench_transformer.py",
     "benchmarks/bench_widgets.py", "benchmarks/bench_setup.py",

@@ -37,25 +37,8 @@ imported here, so ``from helpers.attention import softmax`` and
     _validate   the input checks every kernel shares (private)
 """
 
-from .core import (
-    MultiHeadAttention,
-    attention_backward,
-    attention_flops,
-    attention_scores,
-    attention_scores_loop,
-    blockwise_attention,
-    causal_mask,
-    entropy,
-    merge_heads,
-    multi_head_attention,
-    padding_mask,
-    scaled_dot_product_attention,
-    scaled_dot_product_attention_loop,
-    softmax,
-    softmax_jacobian,
-    softmax_loop,
-    split_heads,
-)
+from . import core
+from .core import *  # noqa: F403  (the names of core.__all__, re-exported as they are)
 from .core import (
     _tile_rows as _tile_rows,  # tests/test_attention.py reads it to check that long inputs are tiled
 )
@@ -65,24 +48,9 @@ from .position import sinusoidal_positions, sinusoidal_positions_loop
 from .precision import low_precision_attention, to_bfloat16
 from .smoothing import nadaraya_watson, nadaraya_watson_loop
 
+# core's names first, in its order, then the other modules'.
 __all__ = [
-    "softmax",
-    "softmax_loop",
-    "attention_scores",
-    "attention_scores_loop",
-    "scaled_dot_product_attention",
-    "scaled_dot_product_attention_loop",
-    "causal_mask",
-    "padding_mask",
-    "entropy",
-    "attention_flops",
-    "attention_backward",
-    "softmax_jacobian",
-    "split_heads",
-    "merge_heads",
-    "multi_head_attention",
-    "MultiHeadAttention",
-    "blockwise_attention",
+    *core.__all__,
     "sinusoidal_positions",
     "sinusoidal_positions_loop",
     "causal_mask_lower_right",
