@@ -14,9 +14,9 @@ kept off a focused slider by tools/rise/overrides.json.
 The same bundle set holds JupyterLab's toolkit of web components (@jupyter/web-components), whose
 ``jp-toolbar`` gives itself a fill colour derived from its parent's as it connects. In the
 presenter those design tokens end in a loop: each deck logged 20-40 "RangeError: Maximum call stack
-size exceeded" while it loaded. The toolkit itself dropped that step later ("Don't make the
-toolbar stand out of its parent", jupyter-ui-toolkit pull request 126, 2024); this script drops it
-from the bundle the same way, and the toolbar takes its parent's colours as JupyterLab's own do.
+size exceeded" while it loaded. The toolkit's pull request 126 (jupyter-ui-toolkit, 2024) stops a toolbar from
+synchronising its colours with its parent's; this script drops the step from the bundle
+(docs/upstream.md has the report), and the toolbar takes its parent's colours.
 
 The options object is found by its exact text; when it is not found exactly once
 (another jupyterlab-rise release), the script fails and says so, and
