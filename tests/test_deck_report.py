@@ -45,7 +45,7 @@ def _slide(**kw):
     base = dict(number=1, h=0, v=0, title="t", overflow=0, height=700, notes=True, fragments_hidden=0,
                 wide=0, sideways=0, words=10, code_lines=2, screen_code_lines=2, upper_headings=0,
                 prose_px=26, code_px=24, picture=True, notes_tex=0, code_sources=["x = 1"],
-                wrapped_code_lines=0, broken_words=[])
+                wrapped_code_lines=0, broken_words=[], code_total=2, output_lines=3)
     base.update(kw)
     return base
 
@@ -68,6 +68,8 @@ def test_a_deck_within_every_limit_has_no_problem():
     (dict(broken_words=["True"]), "True"),
     (dict(screen_code_lines=9), "9 lines"),
     (dict(upper_headings=1), "upper-cased"),
+    (dict(code_total=9), "9 code lines and 3 output lines"),     # summed over the slide's cells
+    (dict(output_lines=9), "2 code lines and 9 output lines"),
 ])
 def test_each_limit_names_the_slide_that_breaks_it(change, words):
     problems = _report(_slide(), _slide(number=2, title="the bad one", **change)).problems()
@@ -97,3 +99,25 @@ def test_figure_text_under_the_hall_limits_names_the_slide():
     assert report.figure_text_summary() == (8.5, 14.0)
     assert _report(good).problems() == []
     assert _report(_slide(figure_text=[dict(measured=False)])).figure_text_summary() is None
+
+
+def test_code_and_output_are_counted_over_every_cell_of_a_slide():
+    """Issue 32, item 3: 8 code lines and 8 output lines in total per slide, not per cell."""
+    at_limit = _slide(code_lines=4, screen_code_lines=4, code_total=8, output_lines=8)
+    assert _report(at_limit).problems() == []
+    two_cells = _slide(code_lines=5, screen_code_lines=5, code_total=10, output_lines=2, title="two cells")
+    found = _report(two_cells).problems()
+    assert len(found) == 1 and "two cells" in found[0] and "10 code lines" in found[0], found
+
+
+def test_the_hall_decks_are_held_to_60_and_80_percent():
+    """Decks 01-11 (HALL_DECKS): a picture on 60 % of the slides and notes on 80 %; the others keep 40/50."""
+    def deck(name, pictures, notes, n=10):
+        return deck_report.DeckReport(name, 1100, 760, [_slide(number=i, picture=i < pictures, notes=i < notes)
+                                                        for i in range(n)])
+
+    assert deck("05-made-up", 6, 8).problems() == []
+    assert [p for p in deck("05-made-up", 5, 8).problems() if "picture on 5 of 10" in p and "60%" in p]
+    assert [p for p in deck("11-made-up", 6, 7).problems() if "notes on 7 of 10" in p and "80%" in p]
+    assert deck("13-made-up", 4, 5).problems() == []        # not a hall deck yet: 40 % and 50 %
+    assert deck_report.DeckReport("01-x", 1, 1).hall_deck and not deck_report.DeckReport("12-x", 1, 1).hall_deck

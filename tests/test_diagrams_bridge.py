@@ -57,3 +57,22 @@ def test_the_description_names_the_tokens_and_the_data_dependent_row():
 def test_scores_must_be_square(bad):
     with pytest.raises(ValueError):
         diagrams.averaging_to_attention(bad)
+
+
+def test_on_a_slide_the_mean_and_the_masked_zeros_share_one_panel():
+    """Issue 32: at most two panels on a slide; the notebook keeps its three."""
+    from helpers import style
+
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(5, 5))
+    with style.medium("slide"):
+        fig = diagrams.averaging_to_attention(scores, list("abcde"))
+    drawn = [np.asarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
+    assert len(drawn) == 2
+    np.testing.assert_allclose(drawn[0], _running_mean_by_loops(5))
+    np.testing.assert_allclose(drawn[1], fig.weight_matrices[2])
+    assert [ax.get_title() for ax in fig.axes if ax.images] == [
+        "mean so far = softmax of masked zeros", "softmax of masked scores"]
+    assert "Two 5 × 5 weight matrices" in figures.description(fig) and "Middle" not in figures.description(fig)
+    with style.medium("notebook"):
+        assert len([ax for ax in diagrams.averaging_to_attention(scores).axes if ax.images]) == 3

@@ -160,3 +160,20 @@ def test_the_pile_refuses_bad_arguments(kwargs):
     args = {"unscaled": np.full((3, 4), 0.25), "scaled": np.full((3, 4), 0.25), "d_k": 4} | kwargs
     with pytest.raises(ValueError):
         diagrams.jacobian_pile(**args)
+
+
+def test_on_a_slide_the_two_rows_share_one_panel():
+    """Issue 32: at most two panels on a slide; the notebook keeps its three."""
+    from helpers import style
+
+    with style.medium("slide"):
+        fig = diagrams.score_spread((4, 64, 512))
+    assert len(fig.axes) == 2
+    bars = fig.axes[1].patches
+    scores, unscaled, scaled = fig.rows
+    assert len(bars) == 2 * len(scores)
+    np.testing.assert_allclose([b.get_height() for b in bars], np.concatenate([unscaled, scaled]))
+    text = figures.description(fig)
+    assert "Middle" not in text and f"{unscaled.max():.2f} unscaled" in text and f"{scaled.max():.2f} scaled" in text
+    with style.medium("notebook"):
+        assert len(diagrams.score_spread((4, 64, 512)).axes) == 3

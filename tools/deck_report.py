@@ -15,7 +15,10 @@ number) and by its first heading or text, so a notebook author can find the cell
 
 The limits, for every deck (issues 10 and 17): at most 40 slides, speaker notes present,
 no overflow, nothing scrolling sideways, at most MAX_WORDS words of visible text and
-MAX_CODE_LINES lines of code per slide, and no heading upper-cased by the theme. Exit status 1 when any is broken.
+MAX_CODE_LINES lines of code per slide, and no heading upper-cased by the theme; at most MAX_CODE_LINES code
+lines and MAX_OUTPUT_LINES printed lines summed over every cell of a slide (issue 32); pictures and notes
+on MIN_PICTURE_SHARE / MIN_NOTES_SHARE of the slides, or HALL_PICTURE_SHARE / HALL_NOTES_SHARE for the
+decks of HALL_DECKS. Exit status 1 when any is broken.
 Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the test extra).
 """
 
@@ -40,6 +43,9 @@ MAX_SLIDES = 40
 # visible prose words (no notes, code, outputs or formulas), and the longest code cell's lines.
 MAX_WORDS = 60
 MAX_CODE_LINES = 8  # screen lines, at the slide's font size
+# Issue 32, item 3: a slide of code and printed output carries at most 8 code lines and 8 output lines
+# in total, counted over every cell shown on it (not only its longest cell).
+MAX_OUTPUT_LINES = 8
 # Issue 24, for a lecture hall: type sizes in the deck's canvas pixels, and shares of the slides.
 MIN_PROSE_PX = 26
 MIN_CODE_PX = 24
@@ -49,6 +55,12 @@ MIN_NOTES_SHARE = 0.50
 # at least 13 px (a back-row reader), nothing under 9 px. Measured from each figure's own text artists.
 MIN_FIGURE_MEDIAN_CAP_PX = 13
 MIN_FIGURE_CAP_PX = 9
+# Issue 32, items 3 and 5, for the decks already rewritten for it (HALL_DECKS, by notebook prefix): a picture
+# on at least 60 % of the slides, speaker notes on at least 80 %, and the code and output totals per slide.
+# The other decks keep MIN_PICTURE_SHARE / MIN_NOTES_SHARE until they are rewritten too.
+HALL_DECKS = tuple(f"{i:02d}-" for i in range(1, 12))
+HALL_PICTURE_SHARE = 0.60
+HALL_NOTES_SHARE = 0.80
 # A code cell that only shows a figure is not worth a line on a slide (issue 24: "the picture is the slide").
 SHOW_ONLY = re.compile(r"(figures\.)?show\(\s*\w+\s*\)")
 TOLERANCE_PX = 2  # sub-pixel rounding of the layout
@@ -133,7 +145,7 @@ MEASURE_JS = """async () => {
             else prosePx = prosePx ? Math.min(prosePx, px) : px;
         }
         const codeSources = [];
-        let wrappedCode = 0, screenCode = 0, brokenWords = [];
+        let wrappedCode = 0, screenCode = 0, brokenWords = [], codeTotal = 0, outputLines = 0;
         for (const e of slide.querySelectorAll('pre')) {
             if (e.closest('aside.notes, .jupyter-widgets') || !shown(e) || !e.textContent.trim()) continue;
             const px = parseFloat(getComputedStyle(e).fontSize);
@@ -144,10 +156,12 @@ MEASURE_JS = """async () => {
                 - parseFloat(getComputedStyle(e).paddingTop) - parseFloat(getComputedStyle(e).paddingBottom))
                 / lineHeight);
             if (e.closest('.jp-InputArea')) {
+                codeTotal += source.split('\\n').length;
                 codeSources.push(source);
                 screenCode = Math.max(screenCode, screen);
                 wrappedCode += Math.max(0, screen - source.split('\\n').length);
             } else {
+                outputLines += source.split('\\n').length;  // printed output, summed over the slide's cells
                 // printed output: a word split over two screen lines
                 const walker = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
                 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -191,7 +205,8 @@ MEASURE_JS = """async () => {
         slides.push({
             figure_text: figureText, prose_px: prosePx, code_px: codePx, code_sources: codeSources,
             wrapped_code_lines: wrappedCode,
-            screen_code_lines: screenCode, broken_words: brokenWords, picture, notes_tex: noteTex,
+            screen_code_lines: screenCode, broken_words: brokenWords, code_total: codeTotal,
+            output_lines: outputLines, picture, notes_tex: noteTex,
             number: n + 1, h: at.h, v: at.v || 0, title: text, upper_headings: upper,
             height: Math.round(tall), overflow: Math.round(tall - height),
             sideways: slide.scrollWidth - slide.clientWidth,
@@ -235,6 +250,25 @@ class DeckReport:
     def long_code(self) -> list[dict]:
         return [s for s in self.slides
                 if max(s.get("code_lines", 0), s.get("screen_code_lines", 0)) > MAX_CODE_LINES]
+
+    @property
+    def long_slide_code(self) -> list[dict]:
+        """Slides whose cells carry more than MAX_CODE_LINES code lines or MAX_OUTPUT_LINES printed lines in total."""
+        return [s for s in self.slides
+                if s.get("code_total", 0) > MAX_CODE_LINES or s.get("output_lines", 0) > MAX_OUTPUT_LINES]
+
+    @property
+    def hall_deck(self) -> bool:
+        """A deck held to issue 32's shares and per-slide totals (HALL_DECKS)."""
+        return self.name.startswith(HALL_DECKS)
+
+    @property
+    def min_picture_share(self) -> float:
+        return HALL_PICTURE_SHARE if self.hall_deck else MIN_PICTURE_SHARE
+
+    @property
+    def min_notes_share(self) -> float:
+        return HALL_NOTES_SHARE if self.hall_deck else MIN_NOTES_SHARE
 
     @property
     def upper_cased(self) -> list[dict]:
@@ -333,13 +367,17 @@ class DeckReport:
             found.append(f"{self.name}: {name(s)}: prose at {s['prose_px']:g} px, under {MIN_PROSE_PX}")
         for s in self.small_code:
             found.append(f"{self.name}: {name(s)}: code at {s['code_px']:g} px, under {MIN_CODE_PX}")
+        for s in self.long_slide_code:
+            found.append(f"{self.name}: {name(s)}: {s.get('code_total', 0)} code lines and "
+                         f"{s.get('output_lines', 0)} output lines over its cells, more than "
+                         f"{MAX_CODE_LINES} + {MAX_OUTPUT_LINES}")
         n = len(self.slides)
-        if n and len(self.with_pictures) < MIN_PICTURE_SHARE * n:
+        if n and len(self.with_pictures) < self.min_picture_share * n:
             found.append(f"{self.name}: a picture on {len(self.with_pictures)} of {n} slides, "
-                         f"under {MIN_PICTURE_SHARE:.0%}")
-        if n and len(self.with_notes) < MIN_NOTES_SHARE * n:
+                         f"under {self.min_picture_share:.0%}")
+        if n and len(self.with_notes) < self.min_notes_share * n:
             found.append(f"{self.name}: speaker notes on {len(self.with_notes)} of {n} slides, "
-                         f"under {MIN_NOTES_SHARE:.0%}")
+                         f"under {self.min_notes_share:.0%}")
         for s in self.small_figure_text:
             sizes = ", ".join(f"{p['smallest']:g}/{p['median']:g}" for p in s["figure_text"] if p["measured"])
             found.append(f"{self.name}: {name(s)}: figure text (smallest/median cap px at 1280x720) {sizes}, "
@@ -410,13 +448,13 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 def table(reports: list[DeckReport]) -> str:
     lines = [f"{'deck':<24} {'slides':>6} {'prose<26':>8} {'code<24':>7} {'pictures':>8} {'notes':>5}"
              f" {'TeX notes':>9} {'upper':>5} {'; lines':>7} {'wrapped':>7} {'overflow':>8} {'wide':>4}"
-             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4} {'fig min/med':>11} {'small fig':>9}"]
+             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4} {'>8+8':>4} {'fig min/med':>11} {'small fig':>9}"]
     for r in reports:
         lines.append(f"{r.name[:24]:<24} {len(r.slides):>6} {len(r.small_prose):>8} {len(r.small_code):>7}"
                      f" {len(r.with_pictures):>8} {len(r.with_notes):>5} {len(r.blank_note_formulas):>9}"
                      f" {len(r.upper_cased):>5} {sum(n for _, n in r.joined):>7} {len(r.wrapped):>7}"
                      f" {len(r.overflowing):>8} {len(r.wide):>4} {len(r.wordy):>4} {len(r.long_code):>4}"
-                     f" {_figure_cell(r):>11} {len(r.small_figure_text):>9}")
+                     f" {len(r.long_slide_code):>4} {_figure_cell(r):>11} {len(r.small_figure_text):>9}")
     every = reports
     if len(every) > 1:
         lines.append(f"{'all decks':<24} {sum(len(r.slides) for r in every):>6}"

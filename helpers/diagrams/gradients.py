@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import figures
+from .. import figures, style
 from ..attention import (
     softmax,
 )
@@ -74,8 +74,13 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     keys = rng.standard_normal((int(m), top))
     scores = keys @ q  # (m,)
     unscaled, scaled = softmax(scores), softmax(scores / np.sqrt(top))
-    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
-                                           gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    slide = style.is_slide()  # a slide shows at most two panels (issue 32): the two rows share one
+    if slide:
+        fig, (left, mid) = plt.subplots(1, 2, figsize=(12, 3.4), layout="constrained",
+                                        gridspec_kw={"width_ratios": [1.2, 1]})
+    else:
+        fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
+                                               gridspec_kw={"width_ratios": [1.4, 1, 1]})
     for y, d in enumerate(d_ks):
         left.scatter(dots[d], np.full(pairs, y) + rng.uniform(-0.25, 0.25, pairs), s=4, alpha=0.35,
                      color=UNSCALED_COLOUR)  # raw q·k: the unscaled condition
@@ -86,21 +91,37 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     left.set_ylim(-0.5, len(d_ks) - 0.2)
     left.set_xlabel("q·k of random unit-variance q, k")
     left.set_title(r"the spread of q·k grows like $\sqrt{d_k}$", fontsize=10)
-    for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, $d_k$ = {top}", UNSCALED_COLOUR),
-                                       (right, scaled, f"scaled: softmax of q·k / √{top}", SCALED_COLOUR)):
-        bars = ax.bar(range(int(m)), weights, color=colour)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=2)
-        ax.set_ylim(0, 1.12)
-        ax.set_xticks(range(int(m)), labels=[f"k{j}" for j in range(int(m))])
-        ax.set_title(title, fontsize=10)
-        ax.set_ylabel("weight")
+    if slide:  # the unscaled and the scaled row side by side in one panel, their largest weights labelled
+        x = np.arange(int(m))
+        for shift, weights, name, colour in ((-0.2, unscaled, "unscaled", UNSCALED_COLOUR),
+                                             (0.2, scaled, f"scaled by 1/√{top}", SCALED_COLOUR)):
+            mid.bar(x + shift, weights, 0.4, color=colour, label=f"{name}: largest {weights.max():.2f}")
+        mid.set_ylim(0, 1.12)
+        mid.set_xticks(x, labels=[f"k{j}" for j in range(int(m))])
+        mid.set_title(f"one query's softmax, $d_k$ = {top}", fontsize=10)
+        mid.set_ylabel("weight")
+        mid.legend(loc="upper right", fontsize=9)
+    else:
+        for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, $d_k$ = {top}",
+                                            UNSCALED_COLOUR),
+                                           (right, scaled, f"scaled: softmax of q·k / √{top}", SCALED_COLOUR)):
+            bars = ax.bar(range(int(m)), weights, color=colour)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=2)
+            ax.set_ylim(0, 1.12)
+            ax.set_xticks(range(int(m)), labels=[f"k{j}" for j in range(int(m))])
+            ax.set_title(title, fontsize=10)
+            ax.set_ylabel("weight")
     fig.spread, fig.rows = spread, (scores, unscaled, scaled)
+    rows = ((f"Right, one query's softmax over {int(m)} keys at d_k = {top}, unscaled beside scaled by √{top}: "
+             f"largest weight {unscaled.max():.2f} unscaled (nearly one-hot), {scaled.max():.2f} scaled, "
+             "where the other keys keep a share.") if slide else
+            (f"Middle, one query's softmax over {int(m)} keys at d_k = {top} without scaling: "
+             f"largest weight {unscaled.max():.2f} (nearly one-hot). Right, the same scores divided by √{top}: "
+             f"largest weight {scaled.max():.2f}, the other keys keep a share."))
     figures.describe(fig, (
         f"Left, dot products q·k of {pairs} random pairs at d_k = " + ", ".join(str(d) for d in d_ks)
         + "; their standard deviations " + ", ".join(f"{spread[d]:.1f}" for d in d_ks)
-        + f" grow like √d_k. Middle, one query's softmax over {int(m)} keys at d_k = {top} without scaling: "
-        f"largest weight {unscaled.max():.2f} (nearly one-hot). Right, the same scores divided by √{top}: "
-        f"largest weight {scaled.max():.2f}, the other keys keep a share."))
+        + " grow like √d_k. " + rows))
     return fig
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import figures, plots
+from .. import figures, plots, style
 from ..attention import causal_mask, softmax
 from ._common import FILLS, _labels, _matrix
 from .walkthrough import head_view
@@ -64,18 +64,30 @@ def averaging_to_attention(scores, tokens=None):
     mean = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # row t: 1/(t+1) on keys 0..t
     zeros = softmax(np.where(allowed, 0.0, -np.inf), axis=-1)
     attention = softmax(np.where(allowed, scores, -np.inf), axis=-1)
-    fig, axes = plt.subplots(1, 3, figsize=(3 * (1.9 + 0.55 * n), 1.2 + 0.5 * n), layout="constrained")
-    titles = ["mean of the tokens so far", "softmax of masked zeros", "softmax of masked scores"]
-    for ax, matrix, title in zip(axes, (mean, zeros, attention), titles):
+    last = attention[-1]
+    tail = ("the softmax of the masked scores: the weights now depend on the data; the last row gives "
+            + ", ".join(f"{tokens[k]} {figures.number(last[k])}" for k in range(n)) + ".")
+    if style.is_slide():
+        # a slide shows at most two panels (issue 32): the mean and the softmax of masked zeros are the
+        # same matrix (tests/test_diagrams_bridge.py checks it), drawn once under both names
+        fig, axes = plt.subplots(1, 2, figsize=(2 * (1.9 + 0.55 * n), 1.2 + 0.5 * n), layout="constrained")
+        panels = ((mean, "mean so far = softmax of masked zeros"), (attention, "softmax of masked scores"))
+        description = (f"Two {n} × {n} weight matrices over the tokens {figures.token_list(tokens)}, each "
+                       f"lower-triangular. Left, the running mean, which is also the softmax of a masked matrix "
+                       f"of zeros: row t gives 1/t to each of its first t tokens (the last row "
+                       f"{figures.number(mean[-1, 0])} each). Right, " + tail)
+    else:
+        fig, axes = plt.subplots(1, 3, figsize=(3 * (1.9 + 0.55 * n), 1.2 + 0.5 * n), layout="constrained")
+        panels = ((mean, "mean of the tokens so far"), (zeros, "softmax of masked zeros"),
+                  (attention, "softmax of masked scores"))
+        description = (f"Three {n} × {n} weight matrices over the tokens {figures.token_list(tokens)}, each "
+                       f"lower-triangular. Left, the running mean: row t gives 1/t to each of its first t tokens "
+                       f"(the last row {figures.number(mean[-1, 0])} each). Middle, the softmax of a masked matrix "
+                       f"of zeros: the same numbers. Right, " + tail)
+    for ax, (matrix, title) in zip(axes, panels):
         plots.heatmap(matrix, tokens, tokens, ax=ax, title=title, colorbar=False)
     fig.weight_matrices = (mean, zeros, attention)
-    last = attention[-1]
-    figures.describe(fig, (
-        f"Three {n} × {n} weight matrices over the tokens {figures.token_list(tokens)}, each lower-triangular. "
-        f"Left, the running mean: row t gives 1/t to each of its first t tokens (the last row "
-        f"{figures.number(mean[-1, 0])} each). Middle, the softmax of a masked matrix of zeros: the same numbers. "
-        f"Right, the softmax of the masked scores: the weights now depend on the data; the last row gives "
-        + ", ".join(f"{tokens[k]} {figures.number(last[k])}" for k in range(n)) + "."))
+    figures.describe(fig, description)
     return fig
 
 
