@@ -228,6 +228,21 @@ def test_float16_scores_overflow_and_the_fixes():
         np.testing.assert_allclose(out, ref, atol=0.05)
 
 
+def test_float32_sums_alone_do_not_save_scores_stored_in_float16():
+    # accumulate= says where the sums are formed, scores= where the scores are kept
+    q, k, v = _big_qk()
+    ref = scaled_dot_product_attention(q, k, v)[0]
+    out, _ = low_precision_attention(q, k, v, scores="float16")  # float32 sums, float16 scores
+    assert np.isnan(out).any()
+    kept, _ = low_precision_attention(q, k, v, scores="float32")
+    np.testing.assert_allclose(kept, ref, atol=0.05)
+    # the default follows accumulate: the calls written before scores= existed are unchanged
+    for acc, fmt in (("float32", "float32"), (None, "float16")):
+        a = low_precision_attention(q, k, v, accumulate=acc, prescale=True)
+        b = low_precision_attention(q, k, v, accumulate=acc, prescale=True, scores=fmt)
+        np.testing.assert_array_equal(a[1], b[1])
+
+
 def test_float32_accumulation_agrees_with_float64_to_16_bit_precision():
     rng = np.random.default_rng(1)
     q, k, v = rng.standard_normal((3, 2, 16, 32))
@@ -280,7 +295,8 @@ def test_minus_1e9_in_float16_makes_fully_masked_rows_nan():
     np.testing.assert_allclose(w[1], 0.25)
 
 
-@pytest.mark.parametrize("kwargs", [{"dtype": "float8"}, {"accumulate": "float64"}])
+@pytest.mark.parametrize("kwargs", [{"dtype": "float8"}, {"accumulate": "float64"},
+                                    {"scores": "bfloat16"}, {"scores": "float64"}])
 def test_low_precision_rejects_bad_options(kwargs):
     with pytest.raises(ValueError):
         low_precision_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)), **kwargs)

@@ -77,7 +77,7 @@ def _matmul_rounded(a, b, fmt):
 
 def low_precision_attention(
     q, k, v, mask=None, *, dtype="float16", accumulate="float32", scale=None, causal=False,
-    mask_value=-1e9, prescale=False,
+    mask_value=-1e9, prescale=False, scores=None,
 ):
     """Scaled dot-product attention computed in float16 or in emulated bfloat16.
 
@@ -89,18 +89,25 @@ def low_precision_attention(
     3. a stable softmax (row maximum subtracted) over the keys,
     4. ``weights @ v``.
 
-    With ``accumulate="float32"`` the scores are summed in float32 and *stay*
-    in float32 through the scaling, the masking and the softmax, the way a
-    fused kernel such as FlashAttention keeps them in on-chip memory; only
-    the weights (before ``weights @ v``, which also sums in float32) and the
-    output are rounded to ``dtype``. That is why an unscaled score above
-    float16's largest value 65504 does no harm here: it is never stored in
-    float16. (Summing in float32 and then rounding the scores to float16, as
-    an unfused ``q16 @ k16.T`` does, still gives inf: the cure is to keep the
-    scores in float32, or to scale q first with ``prescale=True``.) With
-    ``accumulate=None`` every product, every partial sum and every
-    intermediate result is rounded to ``dtype`` as it is formed, the way a
-    naive 16-bit loop works.
+    Two choices are separate:
+
+    - ``accumulate``, where the *sums* are formed: ``"float32"`` adds the
+      products of ``q k^T``, the softmax's exponentials and ``weights @ v``
+      in float32; ``None`` rounds every product and every partial sum to
+      ``dtype`` as it is formed, the way a naive 16-bit loop works.
+    - ``scores``, where the finished *scores* are kept: ``"float32"`` keeps
+      them in float32 through the scaling, the masking and the softmax, the
+      way a fused kernel such as FlashAttention keeps them in on-chip memory;
+      ``dtype`` (e.g. ``"float16"``) stores them in the 16-bit format after
+      each of those steps, as an unfused ``q16 @ k16.T`` does. The default,
+      ``None``, follows ``accumulate``: float32 scores with float32 sums, and
+      ``dtype`` scores with ``accumulate=None``.
+
+    Summing in float32 alone does not save an unscaled score above float16's
+    largest value 65504: stored as float16 it is inf (``scores="float16"``).
+    Keeping the scores in float32 does (``scores="float32"``), and so does
+    scaling q first (``prescale=True``). The weights (before ``weights @ v``)
+    and the output are always rounded to ``dtype``.
 
     Rounding to bfloat16 is done by :func:`to_bfloat16`; overflow gives inf
     and inf - inf gives NaN, without a warning.
@@ -114,9 +121,14 @@ def low_precision_attention(
     dtype : {"float16", "bfloat16"}
         The 16-bit format of the inputs, the scores, the weights and the output.
     accumulate : {"float32", None}
-        ``"float32"``: sums formed in float32 and the scores and softmax kept
-        in float32 (weights and output rounded to ``dtype``); ``None``: every
-        intermediate result rounded to ``dtype``.
+        ``"float32"``: sums formed in float32; ``None``: every product and
+        partial sum rounded to ``dtype``.
+    scores : {None, "float32"} or the value of ``dtype``, default None
+        The format the scores (and the softmax's exponentials) are kept in:
+        ``"float32"`` (a fused kernel) or ``dtype`` (stored in 16 bits).
+        ``None`` means ``"float32"`` when ``accumulate="float32"`` and
+        ``dtype`` when ``accumulate=None``, so calls without it behave as
+        before it existed.
     scale : float, optional
         Defaults to ``1 / sqrt(d_k)``.
     mask_value : float or None, default -1e9
@@ -150,11 +162,20 @@ def low_precision_attention(
     array([[nan]], dtype=float32)
     >>> low_precision_attention(q, k, v, accumulate=None, prescale=True)[0]
     array([[1.]], dtype=float32)
+
+    Float32 sums do not help if the score is then stored as float16:
+
+    >>> low_precision_attention(q, k, v, scores="float16")[0]
+    array([[nan]], dtype=float32)
+    >>> low_precision_attention(q, k, v, scores="float32")[0]
+    array([[1.]], dtype=float32)
     """
     if dtype not in _FORMATS:
         raise ValueError(f"dtype must be one of {_FORMATS}: got {dtype!r}")
     if accumulate not in ("float32", None):
         raise ValueError(f"accumulate must be 'float32' or None: got {accumulate!r}")
+    if scores not in (None, "float32", dtype):
+        raise ValueError(f"scores must be None, 'float32' or dtype ({dtype!r}): got {scores!r}")
     if mask_value is not None:
         rule = "None or a real number <= 0 (a blocked score must be very negative)"
         mask_value = _real_scalar(mask_value, "mask_value", rule)
@@ -169,6 +190,7 @@ def low_precision_attention(
         return np.zeros(batch + (n, v.shape[-1]), np.float32), np.zeros(batch + (n, 0), np.float32)
     fmt = dtype
     acc_fmt = "float32" if accumulate == "float32" else fmt
+    s_fmt = scores if scores is not None else acc_fmt  # where the scores are kept
     with np.errstate(all="ignore"):
         q, k, v = (_to_format(a, fmt) for a in (q, k, v))
         s_scale = np.float32(_to_format(scale, fmt))
@@ -179,9 +201,9 @@ def low_precision_attention(
             s = np.matmul(q, k_t)  # (..., n, d_k) x (..., d_k, m) -> (..., n, m), float32 sums
         else:
             s = _matmul_rounded(q, k_t, fmt)
-        s = _to_format(s, acc_fmt)
+        s = _to_format(s, s_fmt)
         if not prescale:
-            s = _to_format(s * s_scale, acc_fmt)
+            s = _to_format(s * s_scale, s_fmt)
         s = np.array(np.broadcast_to(s, batch + (n, m)), dtype=np.float32)
         if allowed is not None:
             if mask_value is None:
@@ -192,7 +214,7 @@ def low_precision_attention(
         row_max = s.max(axis=-1, keepdims=True)
         if mask_value is None and allowed is not None:
             row_max = np.where(np.isneginf(row_max), np.float32(0), row_max)  # fully masked: zeros
-        e = _to_format(np.exp(_to_format(s - row_max, acc_fmt)), acc_fmt)
+        e = _to_format(np.exp(_to_format(s - row_max, s_fmt)), s_fmt)
         if accumulate == "float32":
             total = e.sum(axis=-1, keepdims=True, dtype=np.float32)
         else:
