@@ -1066,6 +1066,37 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
     return _incorrect("wrong_value", f"Your {what} {_verb(what, 'is', 'are')} {value:g}, which is not right. {hint}")
 
 
+def _sealed_number_verdict(answer, *, what, entry, messages, hint, estimate=None):
+    """None when ``answer`` is the sealed answer of ``entry`` (:mod:`helpers.checks._sealed`), else
+    an "incorrect" result: a named mistake (its message from ``messages``), ``rounded`` (the
+    answer rounded to too few decimals), then, for an answer in the entry's coarse band,
+    ``estimate(what, value)`` (a sample, not the expectation) when given, else ``wrong_value``.
+    The check holds digests, not the value."""
+    from helpers.checks import _sealed
+
+    record_sealed("number", what, entry)
+    value = _as_number(answer)
+    if value is None:
+        return _not_a_number(answer, what)
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your {what} ({value}) {_verb(what, 'is', 'are')} not a finite number.")
+    verdict, fewer = _sealed.number_verdict(entry, value)
+    if verdict == "right":
+        return None
+    said = f"Your {what} {_verb(what, 'is', 'are')} {value:g}"
+    if verdict in messages:
+        return _incorrect(verdict, f"{said}. {messages[verdict]}")
+    if verdict == "rounded":
+        return _incorrect(
+            "rounded",
+            f"{said}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is too coarse here. "
+            f"Give at least {entry['decimals']} decimals (or keep the number as Python computes it).",
+        )
+    if estimate is not None and verdict == "close":
+        return estimate(what, value)
+    return _incorrect("wrong_value", f"{said}, which is not right. {hint}")
+
+
 def _parts(parts, *, done, empty):
     """Check an exercise with several answers; ``parts`` = ``[(label, answer, verdict)]``.
 

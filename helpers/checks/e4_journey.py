@@ -8,10 +8,10 @@ import math
 import numpy as np
 
 from helpers import attention, examples
+from helpers.checks._answer_table import TABLE
 from helpers.checks._core import (
     CODE_TOL,
     HAND_ATOL,
-    _as_number,
     _as_real_array,
     _broke,
     _call_student,
@@ -24,13 +24,12 @@ from helpers.checks._core import (
     _incorrect,
     _low_precision,
     _match,
-    _near,
     _never_raise,
-    _number_verdict,
     _overflow,
     _parts,
     _precision_verdict,
     _raised,
+    _sealed_number_verdict,
     _used_library,
 )
 
@@ -535,64 +534,49 @@ def check_journey_variance_d100(before, after=None):
         ``not_a_number``, ``not_finite``, ``wrong_value``.
     """
     d = int(examples.load_example("journey_variance_d100").d_k)
-    var = d * VAR_Q * VAR_K
-    var_after = var / math.sqrt(d) ** 2
-    rtol = EXPECTED_RTOL
 
-    def expected_value(verdict, what, target):
-        """``verdict``, but an unrecognised answer near ``target`` is named as a simulated estimate."""
+    def estimate(what, value):
+        return _incorrect(
+            "simulation_estimate",
+            f"Your {what} is {value:g}: close to the expected value, but not it. The task asks for the "
+            "expectation, which follows exactly from the rules for variances, not a sample: a simulation "
+            "lands near the expectation and never on it, and a rounded estimate is a sample too.",
+        )
 
-        def judge(answer):
-            result = verdict(answer)
-            value = _as_number(answer)
-            if result is not None and result.mistake == "wrong_value" and _near(value, target, ESTIMATE_RTOL):
-                return _incorrect(
-                    "simulation_estimate",
-                    f"Your {what} is {value:g}: close to the expected value, but not it. The task "
-                    "asks for the expectation, which follows exactly from the rules for variances, "
-                    "not a sample: a simulation lands near the expectation and never on it, and a "
-                    "rounded estimate is a sample too.",
-                )
-            return result
-
-        return judge
+    def part(name, what, hint, messages):
+        return functools.partial(_sealed_number_verdict, what=what, entry=TABLE[f"e4_variance:{name}"],
+                                 messages=messages, hint=hint, estimate=estimate)
 
     given = f"here the query entries have variance {VAR_Q:g} and the key entries {VAR_K:g}"
-    unit = ("unit_variance", float(d), f"That is the variance for entries of variance 1, as in notebook 08; {given}.")
-    unit_after = ("unit_variance", 1.0, f"That is the variance after scaling for entries of variance 1; {given}.")
     std = f"You used the standard deviations (sqrt({VAR_Q:g}) and sqrt({VAR_K:g})) where the variances belong."
+    added = ("You added the variances of q_i and k_i; they add for a sum of independent terms, and q_i k_i "
+             "is a product.")
     parts = [
-        ("the variance before scaling", before, expected_value(functools.partial(
-            _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
-            hint=f"q·k adds d = {d} products q_i k_i; what is the variance of one of them?",
-            mistakes=[
-                unit,
-                ("std_of_queries", d * math.sqrt(VAR_Q * VAR_K), std),
-                ("added_variances", d * (VAR_Q + VAR_K), "You added the variances of q_i and k_i; "
-                 "they add for a sum of independent terms, and q_i k_i is a product."),
-                ("gave_std", math.sqrt(var), "That is the standard deviation; the variance is its square."),
-                ("already_scaled", var_after, "That is the variance after scaling; before, it grows with d."),
-                ("squared", var * var, "That is the square of the variance; the variance grows like d, "
-                 "not d^2."),
-            ]), "variance before scaling", var)),
-        ("the variance after scaling", after, expected_value(functools.partial(
-            _number_verdict, what="variance after scaling", expected=var_after, rtol=rtol,
-            hint="Dividing every score by sqrt(d) divides the variance by d.",
-            mistakes=[
-                unit_after,
-                ("std_of_queries", math.sqrt(VAR_Q * VAR_K), std),
-                ("added_variances", VAR_Q + VAR_K, "You added the variances of q_i and k_i; "
-                 "they add for a sum of independent terms, and q_i k_i is a product."),
-                ("variance_divided_by_sqrt", var / math.sqrt(d), "You divided the variance by sqrt(d); "
-                 "dividing the scores by sqrt(d) divides their variance by d."),
-                ("divided_by_d_k", var / d**2, "That is what dividing the scores by d would give; "
-                 "the scaling divides them by sqrt(d)."),
-                ("not_scaled", var, "That is the variance before scaling."),
-            ]), "variance after scaling", var_after)),
+        ("the variance before scaling", before, part(
+            "before", "variance before scaling", f"q·k adds d = {d} products q_i k_i; what is the variance "
+            "of one of them?", {
+                "unit_variance": f"That is the variance for entries of variance 1, as in notebook 08; {given}.",
+                "std_of_queries": std,
+                "added_variances": added,
+                "gave_std": "That is the standard deviation; the variance is its square.",
+                "already_scaled": "That is the variance after scaling; before, it grows with d.",
+                "squared": "That is the square of the variance; the variance grows like d, not d^2.",
+            })),
+        ("the variance after scaling", after, part(
+            "after", "variance after scaling", "Dividing every score by sqrt(d) divides the variance by d.", {
+                "unit_variance": f"That is the variance after scaling for entries of variance 1; {given}.",
+                "std_of_queries": std,
+                "added_variances": added,
+                "variance_divided_by_sqrt": "You divided the variance by sqrt(d); dividing the scores by "
+                "sqrt(d) divides their variance by d.",
+                "divided_by_d_k": "That is what dividing the scores by d would give; the scaling divides "
+                "them by sqrt(d).",
+                "not_scaled": "That is the variance before scaling.",
+            })),
     ]
     return _parts(
         parts,
         done="Right: both are the expected values. Scaling by sqrt(d) removes the growth with d, not "
-        f"the variance of the entries: the scaled scores still have variance {VAR_Q * VAR_K:g}.",
+        "the variance of the entries: the scaled scores still have the variance of one product q_i k_i.",
         empty=f"No answer yet: the variance of q·k at d = {d} before and after dividing by sqrt({d}).",
     )
