@@ -649,6 +649,26 @@ def _row_hint(arr, expected, atol):
     return f" {word(good)} (counting from 0) {verb(good)} right; {word(bad).lower()} {verb(bad)} not."
 
 
+def _reshape_needed(what, shape, stated):
+    """The one shape rule of every check: an answer is taken in exactly the shape its task states.
+
+    An answer whose shape differs from ``stated`` only by axes of length 1 (a (1, 7) or (7, 1) row
+    where the task asks for (7,), an (n,) vector where it asks for (n, 1)) is named
+    ``reshape_needed``, whatever its numbers; any other shape is not this mistake (None).
+    """
+    shape, stated = tuple(int(d) for d in shape), tuple(int(d) for d in stated)
+    if shape == stated or tuple(d for d in shape if d != 1) != tuple(d for d in stated if d != 1):
+        return None
+    return _incorrect(
+        "reshape_needed",
+        f"Your {what} {_verb(what, 'has', 'have')} shape {shape}; the task asks for shape {stated}, which "
+        f"differs from yours only by an axis of length 1. Give {_verb(what, 'it', 'them')} in exactly that "
+        f"shape (for example with .reshape({', '.join(map(str, stated))}{',' if len(stated) == 1 else ''})"
+        + (", or keepdims=True where the axis was reduced" if len(stated) > len(shape) else "")
+        + "), as the next step of a computation would need.",
+    )
+
+
 def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     """Compare an answer with the expected array and with computed mistakes.
 
@@ -671,6 +691,9 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     for name, value, message in candidates:
         if _close(arr, value, atol, rtol):
             return _incorrect(name, message)
+    reshape = _reshape_needed(what, arr.shape, expected.shape)
+    if reshape is not None:
+        return reshape
     if arr.shape != expected.shape:
         return _incorrect(
             "wrong_shape",

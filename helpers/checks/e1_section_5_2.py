@@ -28,6 +28,7 @@ from helpers.checks._core import (
     _never_raise,
     _not_a_number,
     _not_yet,
+    _reshape_needed,
     _verb,
     record_sealed,
 )
@@ -467,6 +468,9 @@ def _sealed_array_match(answer, entry, messages, *, what):
     if verdict in messages:
         return _incorrect(verdict, messages[verdict])
     shape = tuple(entry["right"]["shape"])
+    reshape = _reshape_needed(what, arr.shape, shape)
+    if reshape is not None:
+        return reshape
     if verdict == "wrong_shape":
         return _incorrect("wrong_shape", f"Your {what} {_verb(what, 'has', 'have')} shape {arr.shape}, but "
                           f"{_verb(what, 'it', 'they')} should have shape {shape}.")

@@ -29,6 +29,7 @@ from helpers.checks._core import (
     _parts,
     _precision_verdict,
     _raised,
+    _reshape_needed,
     _sealed_number_verdict,
     _used_library,
 )
@@ -319,15 +320,14 @@ def _decode_cases(seed=None):
 
 
 def _as_decode(value, d_v, n_new, d_k):
-    """The student's (context, keys, values) as float arrays, or None; a (1, d_v) context is read as (d_v,)."""
+    """The student's (context, keys, values) as float arrays, or None (a (1, d_v) context too: see
+    :func:`helpers.checks._core._reshape_needed`)."""
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         return None
     parts = [_float_result(a) for a in value]
     if any(a is None for a in parts):
         return None
     context, keys, values = parts
-    if context.size == d_v:
-        context = context.reshape(d_v)
     if context.shape != (d_v,) or keys.shape != (n_new, d_k) or values.shape != (n_new, d_v):
         return None
     return context, keys, values
@@ -411,6 +411,10 @@ def check_self_attention(fn, seed=None):
             if isinstance(value, (tuple, list)) and len(value) == 3:
                 shapes = [getattr(_float_result(a), "shape", None) for a in value]
                 k_shape = shapes[1]
+                if shapes[0] is not None and k_shape == (n + 1, d_k) and shapes[2] == (n + 1, d_v):
+                    reshape = _reshape_needed("context", shapes[0], (d_v,))
+                    if reshape is not None:
+                        return reshape
                 if k_shape == (n, d_k):
                     return _incorrect(
                         "cache_not_grown",
