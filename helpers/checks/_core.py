@@ -637,6 +637,22 @@ def _compute(thunk):
         return None
 
 
+def _named_mistake(got, expected, mistakes, prepare=None):
+    """The first mistake of a student's function whose output ``got`` is: an "incorrect" result, or None.
+
+    ``mistakes`` is a list of ``(name, thunk, message)``; a mistake's output counts when it has
+    the shape of ``got``, differs from the right ``expected`` and equals ``got`` (to
+    :data:`CODE_TOL`), both passed through ``prepare`` first when given.
+    """
+    prepare = prepare or (lambda a: a)
+    for name, thunk, message in mistakes:
+        wrong = _compute(thunk)
+        if (wrong is not None and np.shape(wrong) == np.shape(got) and not _close(wrong, expected, CODE_TOL, CODE_TOL)
+                and _close(prepare(got), prepare(wrong), CODE_TOL, CODE_TOL)):
+            return _incorrect(name, message)
+    return None
+
+
 def _row_hint(arr, expected, atol):
     if arr.ndim != 2:
         return ""

@@ -560,7 +560,6 @@ def check_attention_backward(fn, seed=None):
     fn : callable
         ``fn(x, w_q, w_k, w_v, d_out)``.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -636,8 +635,9 @@ def check_masked_backward(fn, seed=None):
     Parameters
     ----------
     fn : callable
+        ``padded_backward(q, k, v, d_out, lengths) -> (d_q, d_k, d_v)``, for a batch whose
+        sequences are padded to one length.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -815,7 +815,6 @@ def check_online_softmax_merge(fn, seed=None):
     fn : callable
         ``fn(m, l, o)`` with m, l of shape (k, n, 1) and o of shape (k, n, d_v).
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
