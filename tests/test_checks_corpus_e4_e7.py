@@ -568,6 +568,13 @@ E5_WRONG = [
     (check_stable_softmax, lambda x: POOL.submit(own_softmax, x).result(), "reaches_library"),
     (check_stable_softmax, functools.partial(imported_softmax, axis=-1), "reaches_library"),
     (check_stable_softmax, lambda x: eval("own_softmax(x)"), "reaches_library"),  # noqa: S307
+    # routes through builtins, compile and a timer thread, none naming the library in its code
+    (check_stable_softmax, lambda x: __import__("builtins").__import__("helpers.att" "ention", fromlist=["x"])
+     .softmax(x), "reaches_library"),
+    (check_stable_softmax, lambda x: eval(compile("__import__('helpers.attention').attention.softmax(x)",  # noqa: S307
+                                                  "cell", "eval")), "reaches_library"),
+    (check_stable_softmax, lambda x: (lambda box, t: (t.start(), t.join(), box[0])[2])(
+        box := [], threading.Timer(0, lambda: box.append(own_softmax(x)))), "reaches_library"),
     (check_stable_softmax, lookup_table(_visible_e5(), own_softmax), None),
     (check_stable_softmax, naive_softmax, "no_max_subtraction"),
     (check_stable_softmax, shifted(lambda x: x.min(axis=-1, keepdims=True)), "subtracted_row_min"),
