@@ -5,11 +5,14 @@
 
 The visible checks of the tasks whose answers take a derivation (not one kernel call) hold only
 digests of those answers (:mod:`helpers.checks._sealed`). The values, and every mistake's value,
-are computed here, in the instructor's repository, which does not ship: E1 ex. 4 (the margins
-with a shared projection, and the tokens that score themselves highest), E1 ex. 5 (the
-temperature that gives the row of "journey" 1.5 nats) and E3 ex. 1 (the temperature at which
-"cat" gives itself 0.9). ``tests/test_checks_sealed.py`` checks that the table is this file's
-output, and that no callable of the shipped check modules returns these values.
+are computed here, in the instructor's repository, which does not ship: E1 ex. 1 (the value row
+v2 behind a given output), E1 ex. 3 (the longest sequence 10^12 FLOPs allow), E1 ex. 4 (the
+margins with a shared projection, and the tokens that score themselves highest), E1 ex. 5 (the
+temperature that gives the row of "journey" 1.5 nats), E3 ex. 1 (the temperature at which "cat"
+gives itself 0.9), E3 ex. 2-3 (the variance, std and scaled variance of q·k at d_k = 512, and two
+uniform bounds) and E4 ex. 4 (the variance of q·k at d = 100 before and after scaling).
+``tests/test_checks_sealed.py`` checks that the table is this file's output, and that no callable
+of the shipped check modules returns these values.
 """
 
 from __future__ import annotations
