@@ -5,11 +5,14 @@
 
 The visible checks of the tasks whose answers take a derivation (not one kernel call) hold only
 digests of those answers (:mod:`helpers.checks._sealed`). The values, and every mistake's value,
-are computed here, in the instructor's repository, which does not ship: E1 ex. 4 (the margins
-with a shared projection, and the tokens that score themselves highest), E1 ex. 5 (the
-temperature that gives the row of "journey" 1.5 nats) and E3 ex. 1 (the temperature at which
-"cat" gives itself 0.9). ``tests/test_checks_sealed.py`` checks that the table is this file's
-output, and that no callable of the shipped check modules returns these values.
+are computed here, in the instructor's repository, which does not ship: E1 ex. 1 (the value row
+v2 behind a given output), E1 ex. 3 (the longest sequence 10^12 FLOPs allow), E1 ex. 4 (the
+margins with a shared projection, and the tokens that score themselves highest), E1 ex. 5 (the
+temperature that gives the row of "journey" 1.5 nats), E3 ex. 1 (the temperature at which "cat"
+gives itself 0.9), E3 ex. 2-3 (the variance, std and scaled variance of q·k at d_k = 512, and two
+uniform bounds) and E4 ex. 4 (the variance of q·k at d = 100 before and after scaling).
+``tests/test_checks_sealed.py`` checks that the table is this file's output, and that no callable
+of the shipped check modules returns these values.
 """
 
 from __future__ import annotations
@@ -136,6 +139,130 @@ def entropy_candidates(target=1.5):
 
 
 # ---------------------------------------------------------------------------
+# E1 ex. 1: the value row v2 behind a given output
+# ---------------------------------------------------------------------------
+
+
+def exercise_1_candidates():
+    """v2, and ``[(mistake, v2)]``: the row each way of getting the weights wrong leads to."""
+    from helpers.checks.e1_section_5_2 import EXERCISE_1_K, EXERCISE_1_Q, EXERCISE_1_TARGET, EXERCISE_1_V1
+
+    q, k, v1, target = EXERCISE_1_Q, EXERCISE_1_K, EXERCISE_1_V1, EXERCISE_1_TARGET
+    d_k = q.shape[-1]
+    scores = q @ k.T
+
+    def weights_of(scale=1.0, axis=-1):
+        return attention.softmax(scores * scale, axis=axis)
+
+    def solve(row):
+        return (target - row[0] * v1) / row[1]
+
+    w = weights_of()
+    whole = attention.softmax(scores.ravel()).reshape(scores.shape)
+    return solve(w[1]), [
+        ("scaled", solve(weights_of(scale=1 / math.sqrt(d_k))[1])),
+        ("divided_by_d_k", solve(weights_of(scale=1 / d_k)[1])),
+        ("wrong_axis", solve(weights_of(axis=0)[1])),
+        ("equal_weights", solve(w[0])),
+        ("weights_swapped", solve(w[1][::-1])),
+        ("forgot_v1", target / w[1][1]),
+        ("target_as_value", target),
+        ("softmax_whole_matrix", solve(whole[1])),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# E1 ex. 3: the longest sequence 10^12 FLOPs allow
+# ---------------------------------------------------------------------------
+
+
+def flops_candidates():
+    """The largest whole n, the real root it comes from, and ``[(mistake, n)]``."""
+    from helpers.checks.e1_section_5_2 import FLOP_BUDGET
+
+    d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
+    budget = FLOP_BUDGET
+
+    def largest(cost_of_n_squared):
+        n = math.isqrt(budget // cost_of_n_squared)
+        while (n + 1) ** 2 * cost_of_n_squared <= budget:
+            n += 1
+        return n
+
+    exact = largest(4 * d)
+    assert attention.attention_flops(exact, exact, d, d) <= budget < attention.attention_flops(
+        exact + 1, exact + 1, d, d)
+    return exact, math.sqrt(budget / (4 * d)), [
+        ("multiply_adds_or_one_product", largest(2 * d)),
+        ("one_product_multiply_adds", largest(d)),
+        ("n_d_swapped", budget / (4 * d * d)),
+        ("no_square_root", budget / (4 * d)),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# E3 ex. 2-3 and E4 ex. 4: expected variances, stds and bounds
+# ---------------------------------------------------------------------------
+
+
+def why_scale_candidates():
+    """``{part: (right, [(mistake, value)])}`` for E3 ex. 2: the variance, the std, the variance scaled."""
+    from helpers.checks.e3_cat_sat import STD_K, STD_Q
+
+    d_k = int(examples.load_example("cat_sat_why_scale_512").d_k)
+    var_q, var_k = STD_Q**2, STD_K**2
+    var = d_k * var_q * var_k
+    sd = math.sqrt(var)
+    after = var / d_k
+    return {
+        "variance": (var, [("unit_entries", float(d_k)), ("used_stds", d_k * STD_Q * STD_K),
+                           ("one_factor", d_k * var_q), ("one_factor", d_k * var_k),
+                           ("added_variances", d_k * (var_q + var_k)), ("gave_std", sd),
+                           ("already_scaled", after)]),
+        "std": (sd, [("gave_variance", var), ("unit_entries", math.sqrt(d_k)),
+                     ("already_scaled", math.sqrt(after))]),
+        "scaled": (after, [("unit_entries", 1.0), ("divided_by_d_k", var / d_k**2),
+                           ("variance_divided_by_sqrt", var / math.sqrt(d_k)), ("not_scaled", var)]),
+    }
+
+
+def init_std_candidates():
+    """``{part: (right, [(mistake, value)])}`` for E3 ex. 3: the uniform bound, and Xavier's."""
+    from helpers.checks.e3_cat_sat import D_HEAD
+
+    d = int(examples.load_example("cat_sat_why_scale_512").d_k)
+    fan_in, fan_out = d, D_HEAD
+    he_std = math.sqrt(2 / fan_in)
+    he = math.sqrt(3) * he_std
+    xavier = math.sqrt(6 / (fan_in + fan_out))
+    square = math.sqrt(6 / (2 * d))
+    return {
+        "he": (he, [("gave_std", he_std), ("no_square_root", 3 * he_std),
+                    ("divided_by_sqrt3", he_std / math.sqrt(3)), ("swapped", xavier), ("square_matrix", square)]),
+        "xavier": (xavier, [("square_matrix", square), ("swapped", he), ("fan_out_only", math.sqrt(6 / fan_out)),
+                            ("variance_not_std", 6 / (fan_in + fan_out)),
+                            ("xavier_normal_std", math.sqrt(2 / (fan_in + fan_out)))]),
+    }
+
+
+def journey_variance_candidates():
+    """``{part: (right, [(mistake, value)])}`` for E4 ex. 4: the variance before and after scaling."""
+    from helpers.checks.e4_journey import VAR_K, VAR_Q
+
+    d = int(examples.load_example("journey_variance_d100").d_k)
+    var = d * VAR_Q * VAR_K
+    after = var / math.sqrt(d) ** 2
+    return {
+        "before": (var, [("unit_variance", float(d)), ("std_of_queries", d * math.sqrt(VAR_Q * VAR_K)),
+                         ("added_variances", d * (VAR_Q + VAR_K)), ("gave_std", math.sqrt(var)),
+                         ("already_scaled", after), ("squared", var * var)]),
+        "after": (after, [("unit_variance", 1.0), ("std_of_queries", math.sqrt(VAR_Q * VAR_K)),
+                          ("added_variances", VAR_Q + VAR_K), ("variance_divided_by_sqrt", var / math.sqrt(d)),
+                          ("divided_by_d_k", var / d**2), ("not_scaled", var)]),
+    }
+
+
+# ---------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------
 
@@ -175,6 +302,36 @@ def table():
     entry["truncated"] = _sealed.seal_truncated("e1-temperature-5", exact, 3)
     entry["recorded"] = _clashes("number", exact, [], 5e-4, 0.0)
     out["e1_temperature"] = entry
+
+    exact, mistakes = exercise_1_candidates()
+    entry = _sealed.seal_array_entry("e1-v2-1", exact, decimals=2, atol=HAND_ATOL, mistakes=mistakes)
+    entry["recorded"] = _clashes("array", exact, mistakes, HAND_ATOL, 0.0)
+    out["e1_v2"] = entry
+
+    exact, root, mistakes = flops_candidates()
+    entry = _sealed.seal_whole("e1-flops-3", exact, mistakes=mistakes, over=exact + 1, root=root)
+    entry["recorded"] = _clashes("number", float(exact), [], 0.0, 0.0)
+    out["e1_flops"] = entry
+
+    parts = [("e3_why_scale", why_scale_candidates(), {"variance": (2, 5e-3), "std": (2, 0.005 + 1e-9),
+                                                       "scaled": (3, 5e-4)}),
+             ("e3_init_std", init_std_candidates(), {"he": (4, 5e-5), "xavier": (4, 5e-5)})]
+    for task, candidates, tolerance in parts:
+        for part, (right, mistakes) in candidates.items():
+            decimals, atol = tolerance[part]
+            entry = _sealed.seal_number(f"{task}-{part}", right, decimals=decimals, atol=atol, mistakes=mistakes,
+                                        rounded_within=0.1 * abs(right), band=0.3)
+            entry["recorded"] = _clashes("number", right, mistakes, 0.0, 0.01)
+            out[f"{task}:{part}"] = entry
+    from helpers.checks.e4_journey import ESTIMATE_RTOL, EXPECTED_RTOL
+
+    for part, (right, mistakes) in journey_variance_candidates().items():
+        decimals = -int(math.floor(math.log10(EXPECTED_RTOL * abs(right))))  # to about EXPECTED_RTOL
+        entry = _sealed.seal_number(f"e4_variance-{part}", right, decimals=decimals,
+                                    atol=EXPECTED_RTOL * abs(right), mistakes=mistakes, rounded_within=0.0,
+                                    band=ESTIMATE_RTOL)
+        entry["recorded"] = _clashes("number", right, mistakes, 0.0, EXPECTED_RTOL)
+        out[f"e4_variance:{part}"] = entry
     return out
 
 

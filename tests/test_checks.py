@@ -1049,7 +1049,7 @@ def test_journey_wrong_row_message():
         (W_J[4], "wrong_row"),
         (softmax(S_6 / math.sqrt(2))[2], "six_keys"),
         (W_J[2][::-1], "wrong_values"),
-        (W_J[2][:, None], "wrong_shape"),
+        (W_J[2][:, None], "reshape_needed"),  # the one shape rule (_core._reshape_needed)
     ],
 )
 def test_journey_weights_mistakes(answer, name):

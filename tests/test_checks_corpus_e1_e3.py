@@ -183,6 +183,10 @@ WRONG = [
     ("e1x1-right-w-no-divide", lambda: check_section_5_2_exercise_1(TARGET1 - W1[1, 0] * V1_ROW, W1.round(2)),
      "v2_solved_wrong"),
     ("e1x1-text", lambda: check_section_5_2_exercise_1("[2.37, 0.63]"), "wrong_type"),
+    # one shape rule in every task: an axis of length 1 more or less than the task states is named
+    ("e1x1-row-2d", lambda: check_section_5_2_exercise_1(V2[None, :]), "reshape_needed"),
+    ("e1x4-column", lambda: check_section_5_2_exercise_4(M4[:, None]), "reshape_needed"),
+    ("e2x2-batch-axis", lambda: check_i_am_happy_context(CH[None]), "reshape_needed"),
     ("e1x1-right-v2-wrong-w", lambda: check_section_5_2_exercise_1(V2, softmax(Q1 @ K1)), "no_transpose"),
     ("e1x1-w-axis0-only", lambda: check_section_5_2_exercise_1(None, softmax(Q1 @ K1.T, axis=0)), "wrong_axis"),
     # E1 exercise 2: "The cat sat on the mat"

@@ -257,6 +257,11 @@ E4_WRONG = [
     (check_journey_scores_row, S[1], "wrong_row"),
     (check_journey_scores_row, S[0], "wrong_row"),
     (check_journey_scores_row, S[2][:5], "wrong_shape"),
+    # one shape rule in every task: the shape the task states, an axis of length 1 more or less is named
+    (check_journey_scores_row, S[2][None, :], "reshape_needed"),
+    (check_journey_scores_row, S[2][:, None], "reshape_needed"),
+    (check_journey_weights_row, W[2][None, :], "reshape_needed"),
+    (check_self_attention, lambda *a: (lambda c, k, v: (c[None, :], k, v))(*dec_right(*a)), "reshape_needed"),
     (check_journey_scores_row, S[2] + 0.05, "wrong_values"),
     (check_journey_scores_row, [1.25, 1.83, 1.79, 1.07, 0.55, float("nan")], "not_finite"),
     (check_journey_scores_row, "1.25, 1.83, 1.79", "wrong_type"),
@@ -280,7 +285,7 @@ E4_WRONG = [
     (check_journey_scores_row, S6[1], "six_keys"),
     # exponentials, never divided by their sum
     (check_journey_weights_row, np.exp(S[2] / math.sqrt(2)), "not_normalised"),
-    (check_journey_weights_row, W[2][:, None], "wrong_shape"),
+    (check_journey_weights_row, W[2][:, None], "reshape_needed"),  # the one shape rule
     (check_journey_weights_row, W[2] + 3e-4, "wrong_values"),
     # exercise 3: the forward pass
     (check_self_attention, lambda xn, k, v, wq, wk, wv: helpers.attention.softmax(
@@ -345,7 +350,6 @@ E4_RIGHT = [
     (check_self_attention, dec_loops),
     (check_self_attention, dec_whole_sentence),
     (check_self_attention, lambda *a: list(dec_right(*a))),
-    (check_self_attention, lambda *a: (lambda c, k, v: (c[None, :], k, v))(*dec_right(*a))),  # a (1, d_v) context
     (check_self_attention, lambda xn, k, v, wq, wk, wv: dec_right(*(np.asarray(x, np.float32)
                                                                    for x in (xn, k, v, wq, wk, wv)))),
     (lambda a: check_journey_variance_d100(*a), (600, 6)),
@@ -564,6 +568,13 @@ E5_WRONG = [
     (check_stable_softmax, lambda x: POOL.submit(own_softmax, x).result(), "reaches_library"),
     (check_stable_softmax, functools.partial(imported_softmax, axis=-1), "reaches_library"),
     (check_stable_softmax, lambda x: eval("own_softmax(x)"), "reaches_library"),  # noqa: S307
+    # routes through builtins, compile and a timer thread, none naming the library in its code
+    (check_stable_softmax, lambda x: __import__("builtins").__import__("helpers.att" "ention", fromlist=["x"])
+     .softmax(x), "reaches_library"),
+    (check_stable_softmax, lambda x: eval(compile("__import__('helpers.attention').attention.softmax(x)",  # noqa: S307
+                                                  "cell", "eval")), "reaches_library"),
+    (check_stable_softmax, lambda x: (lambda box, t: (t.start(), t.join(), box[0])[2])(
+        box := [], threading.Timer(0, lambda: box.append(own_softmax(x)))), "reaches_library"),
     (check_stable_softmax, lookup_table(_visible_e5(), own_softmax), None),
     (check_stable_softmax, naive_softmax, "no_max_subtraction"),
     (check_stable_softmax, shifted(lambda x: x.min(axis=-1, keepdims=True)), "subtracted_row_min"),
@@ -992,6 +1003,12 @@ E7_WRONG = [
     (check_online_softmax_merge, merge_sign_flipped, "sign_flipped"),
     (check_online_softmax_merge, merge_global_max, "global_max"),
     (check_online_softmax_merge, lambda m, ell, o: (m, ell, o), "wrong_shape"),
+    (check_online_softmax_merge, lambda *st: (lambda m, ell, o: (m[:, 0], ell, o))(*merge_all_with()(*st)),
+     "reshape_needed"),
+    (check_online_softmax_merge, lambda *st: (lambda m, ell, o: (m[:, 0], ell[:, 0], o))(*merge_all_with()(*st)),
+     "reshape_needed"),
+    (check_online_softmax_merge, lambda *st: (lambda m, ell, o: (m, ell[:, 0], o))(*merge_all_with()(*st)),
+     "reshape_needed"),
     (check_online_softmax_merge, lambda *s: merge_all_with()(*s)[:2], "wrong_shape"),
     (check_online_softmax_merge, lookup_table(_visible_e7(), merge_all_with()), None),
     (check_online_softmax_merge, in_a_thread(merge_all_with()), "reaches_library"),

@@ -1,9 +1,9 @@
 """No solver in the student package: the checks of derived answers hold digests, not values.
 
-The answers of E1 ex. 4a (margins), E1 ex. 5 and E3 ex. 1 (temperatures) take a derivation, not
-one kernel call. Their checks hold salted digests (helpers/checks/_sealed.py), written by the
-instructor's answer key (instructor/answer_key.py, which does not ship). Here, with the values
-that answer key computes (not typed in):
+The answers of E1 ex. 1 (v2), ex. 3 (n), ex. 4a (margins), ex. 5 and E3 ex. 1 (temperatures), E3
+ex. 2-3 (variances, stds, bounds) and E4 ex. 4 (variances) take a derivation, not one kernel
+call. Their checks hold salted digests (helpers/checks/_sealed.py), written by the answer key
+(instructor/answer_key.py, which does not ship). Here, with the values that answer key computes (not typed in):
 
 - the table is the answer key's output, and holds none of the values;
 - no callable of the shipped check modules, called with the inputs a student would try (the
@@ -48,7 +48,17 @@ def _answers():
     t3, _ = answer_key.temperature_candidates(0.9)
     t5, _ = answer_key.entropy_candidates(1.5)
     margins, _ = answer_key.margin_candidates()
-    return {"E3 ex. 1": [t3], "E1 ex. 5": [t5], "E1 ex. 4a": [float(m) for m in margins if abs(m) > 0.05]}
+    v2, _ = answer_key.exercise_1_candidates()
+    n3, _, _ = answer_key.flops_candidates()
+
+    def rights(parts):
+        return [right for right, _ in parts.values()]
+
+    return {"E3 ex. 1": [t3], "E1 ex. 5": [t5], "E1 ex. 4a": [float(m) for m in margins if abs(m) > 0.05],
+            "E1 ex. 1": [float(x) for x in v2], "E1 ex. 3": [float(n3)],
+            "E3 ex. 2": rights(answer_key.why_scale_candidates()), "E3 ex. 3": rights(answer_key.init_std_candidates()),
+            # E4's variance after scaling, 6, is left out: a count of tokens or rows is 6 as well
+            "E4 ex. 4": [answer_key.journey_variance_candidates()["before"][0]]}
 
 
 ANSWERS = _answers()
@@ -198,6 +208,36 @@ def _calls():
         (checks.check_section_5_2_exercise_4, (margins, others), "incorrect", None),
         (checks.check_section_5_2_exercise_4, (dict(mm)["reversed"],), "incorrect", "reversed"),
         (checks.check_section_5_2_exercise_4, (margins + 1,), "incorrect", "wrong_values"),
+    ] + _more_calls()
+
+
+def _more_calls():
+    v2, m1 = answer_key.exercise_1_candidates()
+    n3, root, m3 = answer_key.flops_candidates()
+    why, init, var4 = (answer_key.why_scale_candidates(), answer_key.init_std_candidates(),
+                       answer_key.journey_variance_candidates())
+    w32 = [why[p][0] for p in ("variance", "std", "scaled")]
+    w33 = [init[p][0] for p in ("he", "xavier")]
+    w4 = [var4[p][0] for p in ("before", "after")]
+    return [
+        (checks.check_section_5_2_exercise_1, (v2,), "correct", None),
+        (checks.check_section_5_2_exercise_1, (np.round(v2, 2),), "correct", None),
+        (checks.check_section_5_2_exercise_1, (dict(m1)["forgot_v1"],), "incorrect", "forgot_v1"),
+        (checks.check_section_5_2_exercise_1, (v2 + 1,), "incorrect", "wrong_values"),
+        (checks.check_flops, (n3,), "correct", None),
+        (checks.check_flops, (n3 + 1,), "incorrect", "over_budget"),
+        (checks.check_flops, (root,), "incorrect", "not_whole"),
+        (checks.check_flops, (dict(m3)["no_square_root"],), "incorrect", "no_square_root"),
+        (checks.check_flops, (n3 - 1,), "incorrect", "wrong_value"),
+        (checks.check_why_scale_512, tuple(w32), "correct", None),
+        (checks.check_why_scale_512, (dict(why["variance"][1])["used_stds"],), "incorrect", "used_stds"),
+        (checks.check_why_scale_512, (w32[0] * 1.05,), "incorrect", "simulation_estimate"),
+        (checks.check_init_std, tuple(w33), "correct", None),
+        (checks.check_init_std, (w33[0], dict(init["xavier"][1])["fan_out_only"]), "incorrect", "fan_out_only"),
+        (checks.check_journey_variance_d100, tuple(w4), "correct", None),
+        (checks.check_journey_variance_d100, (w4[0], dict(var4["after"][1])["not_scaled"]), "incorrect",
+         "not_scaled"),
+        (checks.check_journey_variance_d100, (w4[0] * 1.01,), "incorrect", "simulation_estimate"),
     ]
 
 

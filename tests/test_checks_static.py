@@ -125,7 +125,75 @@ def _statement_threads(x):
         return pool.submit(good, x).result()
 
 
+def _thread_by_name(x):
+    box = {}
+
+    def run():
+        box["y"] = getattr(sys.modules["helpers.att" + "ention"], "soft" + "max")(x)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    return box["y"]
+
+
+def _thread_subclass(x):
+    class Worker(threading.Thread):
+        def run(self):
+            self.y = helpers.attention.softmax(x)
+
+    worker = Worker()
+    worker.start()
+    worker.join()
+    return worker.y
+
+
+def _timer(x):
+    box = []
+    worker = threading.Timer(0, lambda: box.append(imported_softmax(x)))
+    worker.start()
+    worker.join()
+    return box[0]
+
+
+def _builtins_import(x):
+    import builtins
+
+    return builtins.__import__("helpers.attention", fromlist=["softmax"]).softmax(x)
+
+
+def _builtins_spelled(x):
+    import builtins
+
+    return getattr(builtins, "__imp" + "ort__")("helpers.att" + "ention", fromlist=["x"]).softmax(x)
+
+
+def _builtins_dict(x):
+    import builtins
+
+    return builtins.__dict__["__import__"]("helpers.attention", fromlist=["x"]).softmax(x)
+
+
+def _exec_encoded(x):
+    import builtins
+
+    namespace = {"x": x}
+    code = bytes([105, 109, 112, 111, 114, 116, 32]).decode() + "helpers.attention as a\ny = a.softmax(x)"
+    getattr(builtins, "ex" + "ec")(code, namespace)
+    return namespace["y"]
+
+
 REFUSED.update({
+    # routes around the library check through threads, exec/eval/compile and builtins (issue 31, item 3)
+    "a thread reaching the kernel by its spelled name": _thread_by_name,
+    "a Thread subclass whose run calls the kernel": _thread_subclass,
+    "threading.Timer": _timer,
+    "builtins.__import__": _builtins_import,
+    "getattr(builtins, a spelled __import__)": _builtins_spelled,
+    "builtins.__dict__['__import__']": _builtins_dict,
+    "eval of a compiled import": lambda x: eval(compile("__import__('helpers.attention').attention.softmax(x)",  # noqa: S307
+                                                         "s", "eval")),
+    "exec of an encoded import": _exec_encoded,
     "from-import statement": _statement_import,
     "import-as statement": _statement_import_module,
     "concurrent.futures": _statement_threads,

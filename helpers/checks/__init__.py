@@ -31,6 +31,11 @@ all-zero output row and passes back zero gradients: there is nothing to attend
 to. :class:`helpers.checks._core.recording` keeps only the names of the answers
 each comparison computes and which of them clash, never their values.
 
+Function checks take an optional ``seed``: the seed of their random probes (the graded hidden
+tests, in the instructor's repository, are separate). Shapes follow one rule in every check: an
+answer is taken in exactly the shape its task states, and one that differs from it only by axes
+of length 1 (a (1, 7) row for (7,), an (n,) vector for (n, 1)) is named ``reshape_needed``.
+
 Tolerances: hand answers (arrays a student may write with two decimals) are
 compared with ``atol = 5e-3`` (E4's weights row with ``2e-4``: the neighbouring
 row is 0.0008 away); entropies with ``atol = 1e-3``; student functions (softmax,

@@ -637,6 +637,22 @@ def _compute(thunk):
         return None
 
 
+def _named_mistake(got, expected, mistakes, prepare=None):
+    """The first mistake of a student's function whose output ``got`` is: an "incorrect" result, or None.
+
+    ``mistakes`` is a list of ``(name, thunk, message)``; a mistake's output counts when it has
+    the shape of ``got``, differs from the right ``expected`` and equals ``got`` (to
+    :data:`CODE_TOL`), both passed through ``prepare`` first when given.
+    """
+    prepare = prepare or (lambda a: a)
+    for name, thunk, message in mistakes:
+        wrong = _compute(thunk)
+        if (wrong is not None and np.shape(wrong) == np.shape(got) and not _close(wrong, expected, CODE_TOL, CODE_TOL)
+                and _close(prepare(got), prepare(wrong), CODE_TOL, CODE_TOL)):
+            return _incorrect(name, message)
+    return None
+
+
 def _row_hint(arr, expected, atol):
     if arr.ndim != 2:
         return ""
@@ -647,6 +663,26 @@ def _row_hint(arr, expected, atol):
     word = lambda rows: ("Row " if len(rows) == 1 else "Rows ") + _and([str(i) for i in rows])  # noqa: E731
     verb = lambda rows: "is" if len(rows) == 1 else "are"  # noqa: E731
     return f" {word(good)} (counting from 0) {verb(good)} right; {word(bad).lower()} {verb(bad)} not."
+
+
+def _reshape_needed(what, shape, stated):
+    """The one shape rule of every check: an answer is taken in exactly the shape its task states.
+
+    An answer whose shape differs from ``stated`` only by axes of length 1 (a (1, 7) or (7, 1) row
+    where the task asks for (7,), an (n,) vector where it asks for (n, 1)) is named
+    ``reshape_needed``, whatever its numbers; any other shape is not this mistake (None).
+    """
+    shape, stated = tuple(int(d) for d in shape), tuple(int(d) for d in stated)
+    if shape == stated or tuple(d for d in shape if d != 1) != tuple(d for d in stated if d != 1):
+        return None
+    return _incorrect(
+        "reshape_needed",
+        f"Your {what} {_verb(what, 'has', 'have')} shape {shape}; the task asks for shape {stated}, which "
+        f"differs from yours only by an axis of length 1. Give {_verb(what, 'it', 'them')} in exactly that "
+        f"shape (for example with .reshape({', '.join(map(str, stated))}{',' if len(stated) == 1 else ''})"
+        + (", or keepdims=True where the axis was reduced" if len(stated) > len(shape) else "")
+        + "), as the next step of a computation would need.",
+    )
 
 
 def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
@@ -671,6 +707,9 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     for name, value, message in candidates:
         if _close(arr, value, atol, rtol):
             return _incorrect(name, message)
+    reshape = _reshape_needed(what, arr.shape, expected.shape)
+    if reshape is not None:
+        return reshape
     if arr.shape != expected.shape:
         return _incorrect(
             "wrong_shape",
@@ -1064,6 +1103,37 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
         if not _near(target, expected, rtol) and _near(value, target, rtol):
             return _incorrect(name, f"Your {what} {_verb(what, 'is', 'are')} {value:g}. " + message)
     return _incorrect("wrong_value", f"Your {what} {_verb(what, 'is', 'are')} {value:g}, which is not right. {hint}")
+
+
+def _sealed_number_verdict(answer, *, what, entry, messages, hint, estimate=None):
+    """None when ``answer`` is the sealed answer of ``entry`` (:mod:`helpers.checks._sealed`), else
+    an "incorrect" result: a named mistake (its message from ``messages``), ``rounded`` (the
+    answer rounded to too few decimals), then, for an answer in the entry's coarse band,
+    ``estimate(what, value)`` (a sample, not the expectation) when given, else ``wrong_value``.
+    The check holds digests, not the value."""
+    from helpers.checks import _sealed
+
+    record_sealed("number", what, entry)
+    value = _as_number(answer)
+    if value is None:
+        return _not_a_number(answer, what)
+    if not math.isfinite(value):
+        return _incorrect("not_finite", f"Your {what} ({value}) {_verb(what, 'is', 'are')} not a finite number.")
+    verdict, fewer = _sealed.number_verdict(entry, value)
+    if verdict == "right":
+        return None
+    said = f"Your {what} {_verb(what, 'is', 'are')} {value:g}"
+    if verdict in messages:
+        return _incorrect(verdict, f"{said}. {messages[verdict]}")
+    if verdict == "rounded":
+        return _incorrect(
+            "rounded",
+            f"{said}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is too coarse here. "
+            f"Give at least {entry['decimals']} decimals (or keep the number as Python computes it).",
+        )
+    if estimate is not None and verdict == "close":
+        return estimate(what, value)
+    return _incorrect("wrong_value", f"{said}, which is not right. {hint}")
 
 
 def _parts(parts, *, done, empty):

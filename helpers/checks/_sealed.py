@@ -261,3 +261,39 @@ def seal_choice(salt, choice):
 
 def is_choice(salt, held, choice):
     return digest(salt, ",".join(str(int(i)) for i in sorted(choice))) == held
+
+
+def _spell_whole(k):
+    return f"n:{int(k)}"
+
+
+def seal_whole(salt, value, *, mistakes=(), over=None, root=None):
+    """The table entry of a whole-number answer (E1 ex. 3's n): the digests of the right n, of ``over``
+    (one too many), of the whole parts of the numbers within 1 of ``root`` (the real root the
+    answer is the floor of: a fraction of a token), and of each mistake within about 1 %."""
+    entry = {"salt": salt, "right": digest(salt, _spell_whole(value)), "mistakes": []}
+    if over is not None:
+        entry["over"] = digest(salt + ":over_budget", _spell_whole(over))
+    if root is not None:
+        entry["fraction"] = sorted(digest(salt + ":not_whole", _spell_whole(k))
+                                   for k in range(math.floor(root - 1), math.floor(root + 1) + 1))
+    for name, target in mistakes:
+        if target is not None and math.isfinite(target) and abs(target - value) > 0.5:
+            entry["mistakes"].append([name, seal_near(salt + ":" + name, target)])
+    return entry
+
+
+def whole_verdict(entry, x):
+    """"right", "over_budget", "not_whole", a mistake's name, or None, for the number ``x``."""
+    salt = entry["salt"]
+    whole = float(x) == round(float(x))
+    if whole and digest(salt, _spell_whole(round(x))) == entry["right"]:
+        return "right"
+    if whole and digest(salt + ":over_budget", _spell_whole(round(x))) == entry.get("over"):
+        return "over_budget"
+    if not whole and digest(salt + ":not_whole", _spell_whole(math.floor(x))) in set(entry.get("fraction", ())):
+        return "not_whole"
+    for name, digests in entry["mistakes"]:
+        if is_near(salt + ":" + name, digests, x):
+            return name
+    return None

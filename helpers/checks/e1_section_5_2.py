@@ -28,7 +28,8 @@ from helpers.checks._core import (
     _never_raise,
     _not_a_number,
     _not_yet,
-    record,
+    _reshape_needed,
+    _verb,
     record_sealed,
 )
 
@@ -85,6 +86,24 @@ def _weights_right(weights, expected):
     return refused is None and arr.shape == expected.shape and _close(arr, expected, HAND_ATOL, 0.0)
 
 
+V2_MESSAGES = {
+    "scaled": "Your v2 follows from weights whose scores were divided by sqrt(d_k); Section 5.2 works unscaled.",
+    "divided_by_d_k": "Your v2 follows from scores divided by d_k; Section 5.2 does not scale at all.",
+    "wrong_axis": "Your v2 follows from a softmax over the columns (axis=0); each query's row of weights should "
+    "sum to 1.",
+    "equal_weights": "Your v2 follows from equal weights on the two keys: those are the first query's weights (or "
+    "the second query's with Q K in place of Q K^T). The output asked for is the second query's.",
+    "weights_swapped": "Your v2 follows from the second query's two weights in the wrong order: which key does "
+    "each weight belong to?",
+    "forgot_v1": "Your v2 leaves out the share of the output that v1 brings: the output mixes both value rows.",
+    "target_as_value": "That is the output asked for; the value row behind it differs, since the output mixes v1 "
+    "and v2 (without a softmax the weights would be the raw scores, [0, 1]).",
+    "softmax_whole_matrix": "Your v2 follows from a softmax over the whole score matrix at once; each row (one "
+    "query) should sum to 1 on its own.",
+}
+"""The message of each mistake of E1 ex. 1's v2; the values are sealed (:mod:`helpers.checks._sealed`)."""
+
+
 @_never_raise
 def check_section_5_2_exercise_1(v2, weights=None):
     """Check Section 5.2, exercise 1: the value row v2 behind a given output, by hand.
@@ -118,46 +137,17 @@ def check_section_5_2_exercise_1(v2, weights=None):
     >>> check_section_5_2_exercise_1(None).status
     'not yet'
     """
-    q, k, v1, target = EXERCISE_1_Q, EXERCISE_1_K, EXERCISE_1_V1, EXERCISE_1_TARGET
+    q, k = EXERCISE_1_Q, EXERCISE_1_K
     d_k = q.shape[-1]
     scores = q @ k.T
 
     def weights_of(scale=1.0, axis=-1, keys=None):
         return attention.softmax(q @ (k.T if keys is None else keys) * scale, axis=axis)
 
-    def solve(row):
-        """v2 from the second query's weights ``row`` = (a, b): a v1 + b v2 = target."""
-        return (target - row[0] * v1) / row[1]
-
     w_exact = weights_of()
-    exact = solve(w_exact[1])
     whole = attention.softmax(scores.ravel()).reshape(scores.shape)
-    v2_mistakes = [
-        ("scaled", lambda: solve(weights_of(scale=1 / math.sqrt(d_k))[1]),
-         "Your v2 follows from weights whose scores were divided by sqrt(d_k); Section 5.2 works unscaled."),
-        ("divided_by_d_k", lambda: solve(weights_of(scale=1 / d_k)[1]),
-         "Your v2 follows from scores divided by d_k; Section 5.2 does not scale at all."),
-        ("wrong_axis", lambda: solve(weights_of(axis=0)[1]),
-         "Your v2 follows from a softmax over the columns (axis=0); each query's row of weights "
-         "should sum to 1."),
-        ("equal_weights", lambda: solve(w_exact[0]),
-         "Your v2 follows from equal weights on the two keys: those are the first query's weights "
-         "(or the second query's with Q K in place of Q K^T). The output asked for is the second "
-         "query's."),
-        ("weights_swapped", lambda: solve(w_exact[1][::-1]),
-         "Your v2 follows from the second query's two weights in the wrong order: which key does "
-         "each weight belong to?"),
-        ("forgot_v1", lambda: target / w_exact[1][1],
-         "Your v2 leaves out the share of the output that v1 brings: the output mixes both value rows."),
-        ("target_as_value", lambda: target,
-         "That is the output asked for; the value row behind it differs, since the output mixes v1 "
-         "and v2 (without a softmax the weights would be the raw scores, [0, 1])."),
-        ("softmax_whole_matrix", lambda: solve(whole[1]),
-         "Your v2 follows from a softmax over the whole score matrix at once; each row (one query) "
-         "should sum to 1 on its own."),
-    ]
     if not _is_empty(v2):
-        result = _match(v2, exact, v2_mistakes, what="v2", atol=HAND_ATOL)
+        result = _sealed_array_match(v2, TABLE["e1_v2"], V2_MESSAGES, what="v2")
         if (result is not None and result.mistake == "wrong_values" and weights is not None
                 and not _is_empty(weights) and _weights_right(weights, w_exact)):
             return _incorrect(
@@ -211,6 +201,18 @@ FLOP_BUDGET = 10**12
 sizes; the exercise runs the count backwards."""
 
 
+FLOPS_MESSAGES = {
+    "multiply_adds_or_one_product": "That n fits the budget if a multiply-add counts as one operation, or with "
+    "one product's FLOPs: the exercise counts both products, and a multiply-add as two operations.",
+    "one_product_multiply_adds": "That n fits the budget with one product's multiply-adds: the exercise counts "
+    "both products, and a multiply-add as two operations.",
+    "n_d_swapped": "That n comes from 4 n d^2: n and d are swapped. Look again at the shape of Q K^T and at the "
+    "length of each dot product in it.",
+    "no_square_root": "That is the budget divided by 4 d, which is n^2, not n.",
+}
+"""The message of each mistake of E1 ex. 3; the values are sealed (:mod:`helpers.checks._sealed`)."""
+
+
 @_never_raise
 def check_flops(answer):
     """Check Section 5.2, exercise 3: the largest n whose attention fits :data:`FLOP_BUDGET`.
@@ -253,56 +255,30 @@ def check_flops(answer):
         return _not_a_number(answer, "number of tokens", example="100 or 1_000 (a whole number)")
     if not math.isfinite(value):
         return _incorrect("not_finite", f"Your number of tokens ({value}) is not a finite number.")
-    d = int(examples.load_example("complexity_5_2").given["exercise_3_d"])
     budget = FLOP_BUDGET
-
-    def largest(cost_of_n_squared):
-        """The largest whole n with cost_of_n_squared * n^2 <= budget."""
-        n = math.isqrt(budget // cost_of_n_squared)
-        while (n + 1) ** 2 * cost_of_n_squared <= budget:
-            n += 1
-        return n
-
-    exact = largest(4 * d)
-    assert attention.attention_flops(exact, exact, d, d) <= budget < attention.attention_flops(
-        exact + 1, exact + 1, d, d
-    )
-    record("number", "number of tokens", exact, [], 0.0, 0.0)
-    if value == exact:
+    entry = TABLE["e1_flops"]
+    record_sealed("number", "number of tokens", entry)
+    verdict = _sealed.whole_verdict(entry, value)
+    shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
+    if verdict == "right":
         return _with_precision_note(
-            _correct(f"Right: {exact:,} tokens; one more and the two products cost more than "
+            _correct(f"Right: {shown} tokens; one more and the two products cost more than "
                      f"{budget:,} FLOPs."), answer
         )
-    if value == exact + 1:
+    if verdict == "over_budget":
         return _incorrect(
             "over_budget",
-            f"With {exact + 1:,} tokens the two products cost more than the budget: the task asks for "
+            f"With {shown} tokens the two products cost more than the budget: the task asks for "
             "the largest n that stays within it.",
         )
-    if abs(value - math.sqrt(budget / (4 * d))) < 1 and value != round(value):
+    if verdict == "not_whole":
         return _incorrect(
             "not_whole",
             f"You wrote {value:g}, a fraction of a token: n counts tokens, so give the largest whole "
             "number that stays within the budget.",
         )
-    mistakes = [
-        (largest(2 * d), "multiply_adds_or_one_product",
-         "That n fits the budget if a multiply-add counts as one operation, or with one product's "
-         "FLOPs: the exercise counts both products, and a multiply-add as two operations."),
-        (largest(d), "one_product_multiply_adds",
-         "That n fits the budget with one product's multiply-adds: the exercise counts both products, "
-         "and a multiply-add as two operations."),
-        (budget / (4 * d * d), "n_d_swapped",
-         "That n comes from 4 n d^2: n and d are swapped. Look again at the shape of Q K^T and at "
-         "the length of each dot product in it."),
-        (budget / (4 * d), "no_square_root",
-         "That is the budget divided by 4 d, which is n^2, not n."),
-    ]
-    for target, name, message in mistakes:
-        if abs(value - target) <= max(1.0, 1e-6 * abs(target)):
-            shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
-            return _incorrect(name, f"You wrote {shown}. {message}")
-    shown = f"{value:,.0f}" if value == round(value) else f"{value:,}"
+    if verdict in FLOPS_MESSAGES:
+        return _incorrect(verdict, f"You wrote {shown}. {FLOPS_MESSAGES[verdict]}")
     return _incorrect(
         "wrong_value",
         f"You wrote {shown}, which is not the largest n whose two products fit within {budget:,} FLOPs. "
@@ -492,9 +468,14 @@ def _sealed_array_match(answer, entry, messages, *, what):
     if verdict in messages:
         return _incorrect(verdict, messages[verdict])
     shape = tuple(entry["right"]["shape"])
+    reshape = _reshape_needed(what, arr.shape, shape)
+    if reshape is not None:
+        return reshape
     if verdict == "wrong_shape":
-        return _incorrect("wrong_shape", f"Your {what} have shape {arr.shape}, but they should have shape {shape}.")
-    return _incorrect("wrong_values", f"Your {what} have the right shape but not the right numbers.")
+        return _incorrect("wrong_shape", f"Your {what} {_verb(what, 'has', 'have')} shape {arr.shape}, but "
+                          f"{_verb(what, 'it', 'they')} should have shape {shape}.")
+    return _incorrect("wrong_values", f"Your {what} {_verb(what, 'has', 'have')} the right shape but not the "
+                      "right numbers.")
 
 
 @_never_raise

@@ -16,7 +16,6 @@ import functools
 import math
 
 from helpers import examples
-from helpers.checks import _sealed
 from helpers.checks._answer_table import TABLE
 from helpers.checks._core import (
     _as_number,
@@ -24,11 +23,9 @@ from helpers.checks._core import (
     _incorrect,
     _is_empty,
     _never_raise,
-    _not_a_number,
     _not_yet,
     _parts,
-    record,
-    record_sealed,
+    _sealed_number_verdict,
 )
 from helpers.checks.e1_section_5_2 import _with_precision_note
 
@@ -74,29 +71,9 @@ def _temperature_messages(p):
 
 
 def _sealed_verdict(answer, *, what, entry, messages, hint, sample=True):
-    """:func:`_expected_verdict` for a sealed answer: the check holds digests, not the value."""
-    record_sealed("number", what, entry)
-    value = _as_number(answer)
-    if value is None:
-        return _not_a_number(answer, what)
-    if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
-    verdict, fewer = _sealed.number_verdict(entry, value)
-    if verdict == "right":
-        return None
-    if verdict in messages:
-        return _incorrect(verdict, f"Your {what} is {value:g}. {messages[verdict]}")
-    decimals = entry["decimals"]
-    if verdict == "rounded":
-        return _incorrect(
-            "rounded",
-            f"Your {what} is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is "
-            f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
-            "computes it).",
-        )
-    if sample and verdict == "close":
-        return _simulation_estimate(what, value)
-    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
+    """:func:`helpers.checks._core._sealed_number_verdict`, a number near the answer named as a sample."""
+    return _sealed_number_verdict(answer, what=what, entry=entry, messages=messages, hint=hint,
+                                  estimate=_simulation_estimate if sample else None)
 
 
 @_never_raise
@@ -152,48 +129,6 @@ def check_temperature_prediction(temperature):
 # "cat sat" (AIAYN Part 2): why scale at d_k = 512, and the initialisation
 # ---------------------------------------------------------------------------
 
-SAMPLE_RTOL = 0.3
-"""An answer within this relative distance of the expected value, but not within rounding of it,
-is taken for a simulated estimate (a sample) and refused as one."""
-
-
-def _expected_verdict(answer, *, what, expected, atol, decimals, mistakes, hint, sample=True):
-    """None when ``answer`` is ``expected`` within ``atol`` (rounding), else an "incorrect" result.
-
-    The rule of E3 and E4 for expected against simulated values: within ``atol`` is the
-    expected value, written to ``decimals`` decimals or more; the expected value rounded to
-    fewer decimals gets ``rounded``; anything else within :data:`SAMPLE_RTOL` gets
-    ``simulation_estimate`` (unless ``sample`` is false: an answer that is not a variance or
-    a standard deviation is never a sample). ``mistakes`` is a list of ``(name, value,
-    message)``, each matched within 1 %, before the estimate.
-    """
-    # Mistakes are matched within 1 %; none may be that close to the expected value.
-    record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, 0.01)
-    value = _as_number(answer)
-    if value is None:
-        return _not_a_number(answer, what)
-    if not math.isfinite(value):
-        return _incorrect("not_finite", f"Your {what} ({value}) is not a finite number.")
-    if abs(value - expected) <= atol:
-        return None
-    for name, target, message in mistakes:
-        if abs(target - expected) > atol and abs(value - target) <= 0.01 * abs(target):
-            return _incorrect(name, f"Your {what} is {value:g}. {message}")
-    for fewer in range(decimals - 1, -1, -1):
-        written = abs(value - round(value, fewer)) <= 1e-12  # the answer has at most `fewer` decimals
-        close = abs(value - expected) <= min(0.5 * 10.0**-fewer + 1e-12, 0.1 * abs(expected))
-        if written and close:
-            return _incorrect(
-                "rounded",
-                f"Your {what} is {value:g}: rounded to {fewer} decimal{'s' if fewer != 1 else ''}, which is "
-                f"too coarse here. Give at least {decimals} decimals (or keep the number as Python "
-                "computes it).",
-            )
-    if sample and abs(value - expected) <= SAMPLE_RTOL * abs(expected):
-        return _simulation_estimate(what, value)
-    return _incorrect("wrong_value", f"Your {what} is {value:g}, which is not right. {hint}")
-
-
 STD_Q = 1.5
 STD_K = 0.8
 """The standard deviations of the entries of q and k in E3's exercise 2. Lesson 02 works out the
@@ -241,49 +176,39 @@ def check_why_scale_512(variance, std=None, variance_scaled=None):
     'not yet'
     """
     d_k = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    var_q, var_k = STD_Q**2, STD_K**2
-    term = var_q * var_k  # Var(q_i k_i) for independent entries of mean 0
-    var = d_k * term
-    sd = math.sqrt(var)
-    after = var / d_k
     unit = "That is the value for entries of variance 1; here q and k have other spreads."
+
+    def part(name, what, hint, messages):
+        return functools.partial(_sealed_verdict, what=what, entry=TABLE[f"e3_why_scale:{name}"],
+                                 messages=messages, hint=hint)
+
     parts = [
-        ("the variance", variance, functools.partial(
-            _expected_verdict, what="variance", expected=var, atol=5e-3, decimals=2,
-            hint="What is the variance of one product q_i k_i, and how do the variances of independent "
-            "terms combine?",
-            mistakes=[
-                ("unit_entries", float(d_k), unit),
-                ("used_stds", d_k * STD_Q * STD_K, "You multiplied standard deviations where variances "
-                 "belong."),
-                ("one_factor", d_k * var_q, "Only the spread of q is in it; the product has that of k too."),
-                ("one_factor", d_k * var_k, "Only the spread of k is in it; the product has that of q too."),
-                ("added_variances", d_k * (var_q + var_k), "You added the two variances; q_i and k_i are "
-                 "multiplied, not added."),
-                ("gave_std", sd, "That is a standard deviation; the task asks first for the variance."),
-                ("already_scaled", after, "That is the variance after the scaling; the first number "
-                 "is the one before."),
-            ])),
-        ("the std", std, functools.partial(
-            _expected_verdict, what="standard deviation", expected=sd, atol=0.005 + 1e-9, decimals=2,
-            hint="How is a standard deviation related to a variance?",
-            mistakes=[
-                ("gave_variance", var, "That is the variance; the standard deviation is another number."),
-                ("unit_entries", math.sqrt(d_k), unit),
-                ("already_scaled", math.sqrt(after), "That is the spread after the scaling; the std "
-                 "asked for is the one before."),
-            ])),
-        ("the variance after scaling", variance_scaled, functools.partial(
-            _expected_verdict, what="variance after scaling", expected=after, atol=5e-4, decimals=3,
-            hint="Dividing a variable by c divides its variance by c^2.",
-            mistakes=[
-                ("unit_entries", 1.0, unit),
-                ("divided_by_d_k", var / d_k**2, "That is what dividing the scores by d_k would give; "
-                 "the scaling divides them by sqrt(d_k)."),
-                ("variance_divided_by_sqrt", var / math.sqrt(d_k), "You divided the variance by "
-                 "sqrt(d_k); what happens to a variance when its variable is divided by c?"),
-                ("not_scaled", var, "That is the variance before scaling."),
-            ])),
+        ("the variance", variance, part(
+            "variance", "variance",
+            "What is the variance of one product q_i k_i, and how do the variances of independent "
+            "terms combine?", {
+                "unit_entries": unit,
+                "used_stds": "You multiplied standard deviations where variances belong.",
+                "one_factor": "Only the spread of one of q and k is in it; the product has both.",
+                "added_variances": "You added the two variances; q_i and k_i are multiplied, not added.",
+                "gave_std": "That is a standard deviation; the task asks first for the variance.",
+                "already_scaled": "That is the variance after the scaling; the first number is the one before.",
+            })),
+        ("the std", std, part(
+            "std", "standard deviation", "How is a standard deviation related to a variance?", {
+                "gave_variance": "That is the variance; the standard deviation is another number.",
+                "unit_entries": unit,
+                "already_scaled": "That is the spread after the scaling; the std asked for is the one before.",
+            })),
+        ("the variance after scaling", variance_scaled, part(
+            "scaled", "variance after scaling", "Dividing a variable by c divides its variance by c^2.", {
+                "unit_entries": unit,
+                "divided_by_d_k": "That is what dividing the scores by d_k would give; the scaling divides "
+                "them by sqrt(d_k).",
+                "variance_divided_by_sqrt": "You divided the variance by sqrt(d_k); what happens to a "
+                "variance when its variable is divided by c?",
+                "not_scaled": "That is the variance before scaling.",
+            })),
     ]
     result = _parts(
         parts,
@@ -328,39 +253,30 @@ def check_init_std(he_bound, xavier_bound=None):
     'not yet'
     """
     d = int(examples.load_example("cat_sat_why_scale_512").d_k)
-    fan_in, fan_out = d, D_HEAD
-    he_std = math.sqrt(2 / fan_in)
-    he = math.sqrt(3) * he_std  # U(-a, a) has variance a^2 / 3
-    xavier = math.sqrt(6 / (fan_in + fan_out))
+    square = f"That is Xavier uniform's bound for a square {d} x {d} matrix; "
     parts = [
         ("the bound of the document's std", he_bound, functools.partial(
-            _expected_verdict, what="bound", expected=he, atol=5e-5, decimals=4,
-            hint="What is the variance of U(-a, a)?",
-            mistakes=[
-                ("gave_std", he_std, "That is the normal's standard deviation; the bound of a uniform "
-                 "with that spread is another number."),
-                ("no_square_root", 3 * he_std, "That sets a = 3 std; the variance a^2 / 3 fixes a^2, "
-                 "so take the root at the end."),
-                ("divided_by_sqrt3", he_std / math.sqrt(3), "The bound of a uniform is larger than its "
-                 "standard deviation, not smaller."),
-                ("swapped", xavier, "That is the Xavier uniform bound of the second part."),
-                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is Xavier uniform's bound for a square "
-                 f"{d} x {d} matrix; this part uses the document's formula."),
-            ])),
+            _sealed_verdict, what="bound", entry=TABLE["e3_init_std:he"],
+            hint="What is the variance of U(-a, a)?", messages={
+                "gave_std": "That is the normal's standard deviation; the bound of a uniform with that "
+                "spread is another number.",
+                "no_square_root": "That sets a = 3 std; the variance a^2 / 3 fixes a^2, so take the root "
+                "at the end.",
+                "divided_by_sqrt3": "The bound of a uniform is larger than its standard deviation, not smaller.",
+                "swapped": "That is the Xavier uniform bound of the second part.",
+                "square_matrix": square + "this part uses the document's formula.",
+            })),
         ("the Xavier uniform bound", xavier_bound, functools.partial(
-            _expected_verdict, what="Xavier uniform bound", expected=xavier, atol=5e-5, decimals=4,
+            _sealed_verdict, what="Xavier uniform bound", entry=TABLE["e3_init_std:xavier"],
             hint="Xavier (Glorot) uniform draws from U(-a, a) with a = sqrt(6/(fan_in + fan_out)); "
-            "which are they for W^Q?",
-            mistakes=[
-                ("square_matrix", math.sqrt(6 / (2 * d)), f"That is the bound for a square {d} x {d} "
-                 f"matrix; one head's W^Q is {d} x {D_HEAD}."),
-                ("swapped", he, "That is the uniform bound of the document's formula (the first part)."),
-                ("fan_out_only", math.sqrt(6 / fan_out), "That uses fan_out alone; Xavier's formula "
-                 "uses both fan_in and fan_out."),
-                ("variance_not_std", 6 / (fan_in + fan_out), "That is a^2; the square root is missing."),
-                ("xavier_normal_std", math.sqrt(2 / (fan_in + fan_out)), "That is Xavier *normal*'s "
-                 "std; the task asks for the uniform version's bound."),
-            ])),
+            "which are they for W^Q?", messages={
+                "square_matrix": square + f"one head's W^Q is {d} x {D_HEAD}.",
+                "swapped": "That is the uniform bound of the document's formula (the first part).",
+                "fan_out_only": "That uses fan_out alone; Xavier's formula uses both fan_in and fan_out.",
+                "variance_not_std": "That is a^2; the square root is missing.",
+                "xavier_normal_std": "That is Xavier *normal*'s std; the task asks for the uniform "
+                "version's bound.",
+            })),
     ]
     result = _parts(
         parts,

@@ -8,29 +8,29 @@ import math
 import numpy as np
 
 from helpers import attention, examples
+from helpers.checks._answer_table import TABLE
 from helpers.checks._core import (
     CODE_TOL,
     HAND_ATOL,
-    _as_number,
     _as_real_array,
     _broke,
     _call_student,
     _check_callable,
     _close,
-    _compute,
     _correct,
     _float_result,
     _fresh_rng,
     _incorrect,
     _low_precision,
     _match,
-    _near,
+    _named_mistake,
     _never_raise,
-    _number_verdict,
     _overflow,
     _parts,
     _precision_verdict,
     _raised,
+    _reshape_needed,
+    _sealed_number_verdict,
     _used_library,
 )
 
@@ -320,15 +320,14 @@ def _decode_cases(seed=None):
 
 
 def _as_decode(value, d_v, n_new, d_k):
-    """The student's (context, keys, values) as float arrays, or None; a (1, d_v) context is read as (d_v,)."""
+    """The student's (context, keys, values) as float arrays, or None (a (1, d_v) context too: see
+    :func:`helpers.checks._core._reshape_needed`)."""
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         return None
     parts = [_float_result(a) for a in value]
     if any(a is None for a in parts):
         return None
     context, keys, values = parts
-    if context.size == d_v:
-        context = context.reshape(d_v)
     if context.shape != (d_v,) or keys.shape != (n_new, d_k) or values.shape != (n_new, d_v):
         return None
     return context, keys, values
@@ -356,8 +355,9 @@ def check_self_attention(fn, seed=None):
     Parameters
     ----------
     fn : callable
+        ``attend_new_token(x_new, keys, values, w_q, w_k, w_v) -> (context, keys, values)``,
+        one decoding step with a cache.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -412,6 +412,10 @@ def check_self_attention(fn, seed=None):
             if isinstance(value, (tuple, list)) and len(value) == 3:
                 shapes = [getattr(_float_result(a), "shape", None) for a in value]
                 k_shape = shapes[1]
+                if shapes[0] is not None and k_shape == (n + 1, d_k) and shapes[2] == (n + 1, d_v):
+                    reshape = _reshape_needed("context", shapes[0], (d_v,))
+                    if reshape is not None:
+                        return reshape
                 if k_shape == (n, d_k):
                     return _incorrect(
                         "cache_not_grown",
@@ -485,12 +489,9 @@ def check_self_attention(fn, seed=None):
             ("returned_weights", lambda: weights,
              "You returned the attention weights as the context; the context is weights @ values."),
         ]
-        for name, thunk, message in mistakes:
-            wrong = _compute(thunk)
-            if wrong is not None and np.shape(wrong) == context.shape and not _close(
-                wrong, expected, CODE_TOL, CODE_TOL
-            ) and _close(context, wrong, CODE_TOL, CODE_TOL):
-                return _incorrect(name, message)
+        named = _named_mistake(context, expected, mistakes)
+        if named is not None:
+            return named
         return _incorrect(
             "wrong_values",
             f"Your context vector on {case} is not right, and not one of the mistakes this check "
@@ -535,64 +536,49 @@ def check_journey_variance_d100(before, after=None):
         ``not_a_number``, ``not_finite``, ``wrong_value``.
     """
     d = int(examples.load_example("journey_variance_d100").d_k)
-    var = d * VAR_Q * VAR_K
-    var_after = var / math.sqrt(d) ** 2
-    rtol = EXPECTED_RTOL
 
-    def expected_value(verdict, what, target):
-        """``verdict``, but an unrecognised answer near ``target`` is named as a simulated estimate."""
+    def estimate(what, value):
+        return _incorrect(
+            "simulation_estimate",
+            f"Your {what} is {value:g}: close to the expected value, but not it. The task asks for the "
+            "expectation, which follows exactly from the rules for variances, not a sample: a simulation "
+            "lands near the expectation and never on it, and a rounded estimate is a sample too.",
+        )
 
-        def judge(answer):
-            result = verdict(answer)
-            value = _as_number(answer)
-            if result is not None and result.mistake == "wrong_value" and _near(value, target, ESTIMATE_RTOL):
-                return _incorrect(
-                    "simulation_estimate",
-                    f"Your {what} is {value:g}: close to the expected value, but not it. The task "
-                    "asks for the expectation, which follows exactly from the rules for variances, "
-                    "not a sample: a simulation lands near the expectation and never on it, and a "
-                    "rounded estimate is a sample too.",
-                )
-            return result
-
-        return judge
+    def part(name, what, hint, messages):
+        return functools.partial(_sealed_number_verdict, what=what, entry=TABLE[f"e4_variance:{name}"],
+                                 messages=messages, hint=hint, estimate=estimate)
 
     given = f"here the query entries have variance {VAR_Q:g} and the key entries {VAR_K:g}"
-    unit = ("unit_variance", float(d), f"That is the variance for entries of variance 1, as in notebook 08; {given}.")
-    unit_after = ("unit_variance", 1.0, f"That is the variance after scaling for entries of variance 1; {given}.")
     std = f"You used the standard deviations (sqrt({VAR_Q:g}) and sqrt({VAR_K:g})) where the variances belong."
+    added = ("You added the variances of q_i and k_i; they add for a sum of independent terms, and q_i k_i "
+             "is a product.")
     parts = [
-        ("the variance before scaling", before, expected_value(functools.partial(
-            _number_verdict, what="variance before scaling", expected=var, rtol=rtol,
-            hint=f"q·k adds d = {d} products q_i k_i; what is the variance of one of them?",
-            mistakes=[
-                unit,
-                ("std_of_queries", d * math.sqrt(VAR_Q * VAR_K), std),
-                ("added_variances", d * (VAR_Q + VAR_K), "You added the variances of q_i and k_i; "
-                 "they add for a sum of independent terms, and q_i k_i is a product."),
-                ("gave_std", math.sqrt(var), "That is the standard deviation; the variance is its square."),
-                ("already_scaled", var_after, "That is the variance after scaling; before, it grows with d."),
-                ("squared", var * var, "That is the square of the variance; the variance grows like d, "
-                 "not d^2."),
-            ]), "variance before scaling", var)),
-        ("the variance after scaling", after, expected_value(functools.partial(
-            _number_verdict, what="variance after scaling", expected=var_after, rtol=rtol,
-            hint="Dividing every score by sqrt(d) divides the variance by d.",
-            mistakes=[
-                unit_after,
-                ("std_of_queries", math.sqrt(VAR_Q * VAR_K), std),
-                ("added_variances", VAR_Q + VAR_K, "You added the variances of q_i and k_i; "
-                 "they add for a sum of independent terms, and q_i k_i is a product."),
-                ("variance_divided_by_sqrt", var / math.sqrt(d), "You divided the variance by sqrt(d); "
-                 "dividing the scores by sqrt(d) divides their variance by d."),
-                ("divided_by_d_k", var / d**2, "That is what dividing the scores by d would give; "
-                 "the scaling divides them by sqrt(d)."),
-                ("not_scaled", var, "That is the variance before scaling."),
-            ]), "variance after scaling", var_after)),
+        ("the variance before scaling", before, part(
+            "before", "variance before scaling", f"q·k adds d = {d} products q_i k_i; what is the variance "
+            "of one of them?", {
+                "unit_variance": f"That is the variance for entries of variance 1, as in notebook 08; {given}.",
+                "std_of_queries": std,
+                "added_variances": added,
+                "gave_std": "That is the standard deviation; the variance is its square.",
+                "already_scaled": "That is the variance after scaling; before, it grows with d.",
+                "squared": "That is the square of the variance; the variance grows like d, not d^2.",
+            })),
+        ("the variance after scaling", after, part(
+            "after", "variance after scaling", "Dividing every score by sqrt(d) divides the variance by d.", {
+                "unit_variance": f"That is the variance after scaling for entries of variance 1; {given}.",
+                "std_of_queries": std,
+                "added_variances": added,
+                "variance_divided_by_sqrt": "You divided the variance by sqrt(d); dividing the scores by "
+                "sqrt(d) divides their variance by d.",
+                "divided_by_d_k": "That is what dividing the scores by d would give; the scaling divides "
+                "them by sqrt(d).",
+                "not_scaled": "That is the variance before scaling.",
+            })),
     ]
     return _parts(
         parts,
         done="Right: both are the expected values. Scaling by sqrt(d) removes the growth with d, not "
-        f"the variance of the entries: the scaled scores still have variance {VAR_Q * VAR_K:g}.",
+        "the variance of the entries: the scaled scores still have the variance of one product q_i k_i.",
         empty=f"No answer yet: the variance of q·k at d = {d} before and after dividing by sqrt({d}).",
     )

@@ -15,11 +15,11 @@ from helpers.checks._core import (
     _call_student,
     _check_callable,
     _close,
-    _compute,
     _correct,
     _float_result,
     _fresh_rng,
     _incorrect,
+    _named_mistake,
     _never_raise,
     _overflow,
     _parts,
@@ -206,12 +206,9 @@ def _axis_where_verdict(fn, label, x, axis, where):
              "Your blocked entries are treated as logits of 0, so they still get weight: a blocked "
              "entry must get exactly none."),
         ]
-    for name, thunk, message in wrongs:
-        wrong = _compute(thunk)
-        if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
-            np.nan_to_num(got), np.nan_to_num(wrong), CODE_TOL, CODE_TOL
-        ):
-            return _incorrect(name, message)
+    named = _named_mistake(got, expected, wrongs, prepare=np.nan_to_num)
+    if named is not None:
+        return named
     if call.warned or not np.all(np.isfinite(got)):
         return _overflow(call, "softmax", f" on {_call_text(x, axis, where)}")
     return _incorrect(
@@ -246,9 +243,8 @@ def check_stable_softmax(fn, seed=None):
     Parameters
     ----------
     fn : callable
-        The student's softmax.
+        ``fn(x, axis=-1, where=None)``: the student's softmax.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -460,9 +456,9 @@ def check_masked_attention(fn, seed=None):
     Parameters
     ----------
     fn : callable
-        The student's function.
+        ``padded_attention(q, k, v, lengths)``, returning the output (B, n, d_v), or the tuple
+        (output, weights).
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -574,12 +570,9 @@ def check_masked_attention(fn, seed=None):
              "Your softmax normalised all the allowed scores of a sequence together; normalise each "
              "query's row on its own (axis=-1)."),
         ]
-        for name, thunk, message in mistakes:
-            wrong = _compute(thunk)
-            if wrong is not None and not _close(wrong, expected, CODE_TOL, CODE_TOL) and _close(
-                got, wrong, CODE_TOL, CODE_TOL
-            ):
-                return _incorrect(name, message)
+        named = _named_mistake(got, expected, mistakes)
+        if named is not None:
+            return named
         if empty.any():
             rest_ok = _close(got[~empty], expected[~empty], CODE_TOL, CODE_TOL)
             mean_v = np.broadcast_to(v.mean(axis=-2, keepdims=True), got.shape)[empty]

@@ -48,6 +48,7 @@ from helpers.checks._core import (
     _overflow,
     _precision_outcome,
     _raised,
+    _reshape_needed,
     _used_library,
     _verb,
     record,
@@ -274,13 +275,65 @@ def _close3(a, b):
     return all(x.shape == y.shape and np.allclose(x, y, rtol=GRAD_TOL, atol=GRAD_TOL) for x, y in pairs)
 
 
+def _wrong_gradient_shapes(sizes, what, names, shapes):
+    """The verdict on a result that is not the tuple of gradients ``names`` of the ``shapes`` asked for."""
+    listed = _and([str(shape) for shape in shapes])
+    return _incorrect(
+        "wrong_shape",
+        f"For {sizes} your {what} should return a tuple {names} of shapes {listed}; it returned something else.",
+    )
+
+
+def _compare_gradients(call, got, variants, label, what, not_finite, differences):
+    """``(verdict, reference)`` for the gradients ``got``, shared by the backward checks.
+
+    The reference is ``differences()`` (finite differences) on the "small" case and the analytic
+    ``variants["right"]`` on the others. ``verdict`` is a str when ``got`` is right: "", or a note
+    when it is right to float32's precision only; a CheckResult when it is refused for its
+    precision (float16), or ``not_finite()`` when it holds NaN or infinity (or NumPy warned on
+    the "large" case); None when it is not right (the check looks for the mistake).
+    """
+    reference = differences() if label == "small" else variants["right"]
+    if _close3(got, reference):
+        return "", reference
+    outcome = _precision_outcome(call.value, list(got), list(reference), what)
+    if outcome is None and (not all(np.all(np.isfinite(g)) for g in got) or (call.warned and label == "large")):
+        outcome = not_finite()
+    return outcome, reference
+
+
+def _unmatched_gradients(sizes, names, got, reference):
+    """The verdict on gradients that match no mistake a backward check knows: which of them are wrong."""
+    wrong = [n for n, g, r in zip(names, got, reference) if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
+    return _incorrect(
+        "wrong_values",
+        f"For {sizes}, your {_and(wrong)} {_verb(wrong, 'does', 'do')} not match finite "
+        "differences of L = sum(out * d_out), and not in a way this check knows. Compare each "
+        "line of your code with the formulas at the top of the notebook, keeping the shape "
+        "beside each line.",
+    )
+
+
+def _first_refusal(cases, judge):
+    """``judge(*case)`` on each case in turn, shared by the backward checks: the first CheckResult
+    it gives (a refusal) is the verdict; when every case passes, the precision note of the cases
+    that passed to float32's precision only ("" when none)."""
+    note = ""
+    for case in cases:
+        verdict = judge(*case)
+        if not isinstance(verdict, str):
+            return verdict
+        note = verdict or note
+    return note
+
+
 def _check_backward(fn, what, masked, seed=None):
     result = _check_callable(fn, what)
     if result is not None:
         return result
     names = ("dQ", "dK", "dV")
-    note = ""
-    for label, q, k, v, d_out, lengths in _backward_cases(masked, seed):
+
+    def judge(label, q, k, v, d_out, lengths):
         mask = _pair_mask(lengths, q.shape[-2]) if masked else None
         args = (q, k, v, d_out) + ((lengths,) if masked else ())
         call = _call_student(fn, *args)
@@ -308,23 +361,9 @@ def _check_backward(fn, what, masked, seed=None):
         sizes = f"q {q.shape}, k {k.shape}, v {v.shape}, d_out {d_out.shape}" + (
             f", lengths {[int(n) for n in lengths]}" if masked else "")
         if got is None:
-            return _incorrect(
-                "wrong_shape",
-                f"For {sizes} your {what} should return a tuple (d_q, d_k, d_v) of shapes "
-                f"{shapes[0]}, {shapes[1]} and {shapes[2]}; it returned something else.",
-            )
+            return _wrong_gradient_shapes(sizes, what, "(d_q, d_k, d_v)", shapes)
         variants = _backward_variants(q, k, v, d_out, mask)
-        reference = _finite_differences(q, k, v, d_out, mask) if label == "small" else variants["right"]
-        if _close3(got, reference):
-            continue
-        finite = all(np.all(np.isfinite(g)) for g in got)
-        outcome = _precision_outcome(call.value, list(got), list(reference), what)
-        if isinstance(outcome, str):  # right to float32's precision: accepted, with a note
-            note = outcome
-            continue
-        if outcome is not None:
-            return outcome
-        if not finite or (call.warned and label == "large"):
+        def not_finite():
             if masked and label == "small":
                 return _incorrect(
                     "nan_for_masked_row",
@@ -333,6 +372,11 @@ def _check_backward(fn, what, masked, seed=None):
                     "is 0 / 0 unless you guard it. Its output is all zero, so it passes no gradient back.",
                 )
             return _overflow(call, what, f" for {sizes} with scores of about 1e4")
+
+        verdict, reference = _compare_gradients(call, got, variants, label, what, not_finite,
+                                                lambda: _finite_differences(q, k, v, d_out, mask))
+        if verdict is not None:  # a str: right ("" or a float32 note); a CheckResult: refused
+            return verdict
         mistakes = [(n, g) for n, g in variants.items() if n != "right"]
         if masked:
             mistakes += [(n, g) for n, gs in _masked_variants(q, k, v, d_out, mask).items() for g in gs]
@@ -385,16 +429,9 @@ def _check_backward(fn, what, masked, seed=None):
                         f"than its length: for lengths {[int(n) for n in lengths]} the real tokens are "
                         "positions 0 to length - 1 (np.arange(n) < length).",
                     )
-        wrong = [n for n, g, r in zip(names, got, reference)
-                 if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
-        return _incorrect(
-            "wrong_values",
-            f"For {sizes}, your {_and(wrong)} {_verb(wrong, 'does', 'do')} not match finite "
-            "differences of L = sum(out * d_out), and not in a way this check knows. Compare each "
-            "line of your code with the formulas at the top of the notebook, keeping the shape "
-            "beside each line.",
-        )
-    return note
+        return _unmatched_gradients(sizes, names, got, reference)
+
+    return _first_refusal(_backward_cases(masked, seed), judge)
 
 
 # ---------------------------------------------------------------------------
@@ -523,7 +560,6 @@ def check_attention_backward(fn, seed=None):
     fn : callable
         ``fn(x, w_q, w_k, w_v, d_out)``.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -542,8 +578,8 @@ def check_attention_backward(fn, seed=None):
     if result is not None:
         return result
     names = ("dX", "dW_q", "dW_k", "dW_v")
-    note = ""
-    for label, x, w_q, w_k, w_v, d_out in _self_cases(seed):
+
+    def judge(label, x, w_q, w_k, w_v, d_out):
         call = _call_student(fn, x, w_q, w_k, w_v, d_out)
         if call.used:
             return _used_library(call, what)
@@ -559,38 +595,23 @@ def check_attention_backward(fn, seed=None):
                     "Your function returns three gradients; the task asks for four, those of x and of "
                     "the three projection matrices, (d_x, d_w_q, d_w_k, d_w_v).",
                 )
-            return _incorrect(
-                "wrong_shape",
-                f"For {sizes} your {what} should return a tuple (d_x, d_w_q, d_w_k, d_w_v) of shapes "
-                f"{shapes[0]}, {shapes[1]}, {shapes[2]} and {shapes[3]}; it returned something else.",
-            )
+            return _wrong_gradient_shapes(sizes, what, "(d_x, d_w_q, d_w_k, d_w_v)", shapes)
         variants = _self_variants(x, w_q, w_k, w_v, d_out)
-        reference = _self_finite_differences(x, w_q, w_k, w_v, d_out) if label == "small" else variants["right"]
-        if _close3(got, reference):
-            continue
-        finite = all(np.all(np.isfinite(g)) for g in got)
-        outcome = _precision_outcome(call.value, list(got), list(reference), what)
-        if isinstance(outcome, str):  # right to float32's precision: accepted, with a note
-            note = outcome
-            continue
-        if outcome is not None:
-            return outcome
-        if not finite or (call.warned and label == "large"):
-            return _overflow(call, what, f" for {sizes} with scores of about 1e4")
+        verdict, reference = _compare_gradients(
+            call, got, variants, label, what, lambda: _overflow(call, what, f" for {sizes} with scores of about 1e4"),
+            lambda: _self_finite_differences(x, w_q, w_k, w_v, d_out))
+        if verdict is not None:  # right, refused for its precision, or not finite
+            return verdict
         mistakes = [(n, g) for n, g in variants.items() if n != "right"]
         record("gradients", what, variants["right"], mistakes, GRAD_TOL, GRAD_TOL)
         for name, grads in mistakes:
             if not _close3(grads, reference) and _close3(got, grads):
                 return _incorrect(name, _SELF_MESSAGES.get(name) or _BACKWARD_MESSAGES[name])
-        wrong = [n for n, g, r in zip(names, got, reference)
-                 if not np.allclose(g, r, rtol=GRAD_TOL, atol=GRAD_TOL)]
-        return _incorrect(
-            "wrong_values",
-            f"For {sizes}, your {_and(wrong)} {_verb(wrong, 'does', 'do')} not match finite "
-            "differences of L = sum(out * d_out), and not in a way this check knows. Compare each "
-            "line of your code with the formulas at the top of the notebook, keeping the shape "
-            "beside each line.",
-        )
+        return _unmatched_gradients(sizes, names, got, reference)
+
+    note = _first_refusal(_self_cases(seed), judge)
+    if not isinstance(note, str):
+        return note
     return _correct(
         "Right: dX, dW_q, dW_k and dW_v match finite differences on five random shapes, and stay "
         "finite at scores of 1e4." + note
@@ -614,8 +635,9 @@ def check_masked_backward(fn, seed=None):
     Parameters
     ----------
     fn : callable
+        ``padded_backward(q, k, v, d_out, lengths) -> (d_q, d_k, d_v)``, for a batch whose
+        sequences are padded to one length.
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -756,9 +778,9 @@ def _as_state(value, n, d_v):
     if any(a is None for a in arrays):
         return None
     m, ell, o = arrays
-    if m.size != n or ell.size != n or o.shape != (n, d_v):
-        return None
-    return m.reshape(n, 1), ell.reshape(n, 1), o
+    if m.shape != (n, 1) or ell.shape != (n, 1) or o.shape != (n, d_v):
+        return None  # an (n,) m or l too: see helpers.checks._core._reshape_needed
+    return m, ell, o
 
 
 def _same_state(x, y):
@@ -793,7 +815,6 @@ def check_online_softmax_merge(fn, seed=None):
     fn : callable
         ``fn(m, l, o)`` with m, l of shape (k, n, 1) and o of shape (k, n, d_v).
     seed : int, optional
-        The seed of the random probes (the graded hidden tests are separate: instructor/hidden_tests/).
 
     Returns
     -------
@@ -826,6 +847,12 @@ def check_online_softmax_merge(fn, seed=None):
             return _raised(call, "merge_all")
         got = _as_state(call.value, n, d_v)
         if got is None:
+            parts = [_float_result(x) for x in call.value] if isinstance(call.value, (tuple, list)) else []
+            if len(parts) == 3 and all(x is not None for x in parts) and parts[2].shape == (n, d_v):
+                for name, x in zip(("m", "l"), parts[:2]):
+                    reshape = _reshape_needed(f"merged {name}", x.shape, (n, 1))
+                    if reshape is not None:
+                        return reshape
             return _incorrect(
                 "wrong_shape",
                 f"For k = {k} blocks of n = {n} query rows and d_v = {d_v}, your merge_all should "

@@ -36,9 +36,8 @@ def hidden_attend_new_token(attend_new_token):
         got = attend_new_token(x[n].copy(), keys.copy(), values.copy(), w_q.copy(), w_k.copy(), w_v.copy())
         assert isinstance(got, (tuple, list)) and len(got) == 3, "return the tuple (context, keys, values)"
         context, grown_k, grown_v = got
-        if np.size(context) == d_v:
-            context = np.reshape(context, (d_v,))             # a (1, d_v) row is read as (d_v,)
-        assert np.shape(context) == (d_v,), f"{label}: context shape {np.shape(context)}"
+        # the shape the task states, as the visible check holds it: a (1, d_v) row is not (d_v,)
+        assert np.shape(context) == (d_v,), f"{label}: context shape {np.shape(context)}, not ({d_v},)"
         assert np.shape(grown_k) == (n + 1, d_k), f"{label}: keys shape {np.shape(grown_k)}"
         assert np.shape(grown_v) == (n + 1, d_v), f"{label}: values shape {np.shape(grown_v)}"
         assert np.all(np.isfinite(np.asarray(context, dtype=float))), f"{label}: non-finite context"

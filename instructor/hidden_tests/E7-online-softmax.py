@@ -50,9 +50,10 @@ def hidden_merge_all(merge_all):
         got = merge_all(m.copy(), ell.copy(), o.copy())
         assert isinstance(got, (tuple, list)) and len(got) == 3, "return the tuple (m, ell, o)"
         got_m, got_l, got_o = got
-        assert (np.size(got_m), np.size(got_l), np.shape(got_o)) == (n, n, (n, d_v)), (
-            f"{label}: shapes {np.shape(got_m)}, {np.shape(got_l)}, {np.shape(got_o)}")
-        got_m, got_l = np.reshape(got_m, (n, 1)), np.reshape(got_l, (n, 1))
+        # the shapes the task states, as the visible check holds them: an (n,) m or l is not (n, 1)
+        assert (np.shape(got_m), np.shape(got_l), np.shape(got_o)) == ((n, 1), (n, 1), (n, d_v)), (
+            f"{label}: shapes {np.shape(got_m)}, {np.shape(got_l)}, {np.shape(got_o)}, not ({n}, 1), ({n}, 1), "
+            f"({n}, {d_v})")
         assert np.all(np.isfinite(np.asarray(got_l, dtype=float))) and np.all(
             np.isfinite(np.asarray(got_o, dtype=float))), f"{label}: l or o not finite (overflow, or NaN)"
         full = np.isfinite(want_m[:, 0])                      # an empty row may have any m
