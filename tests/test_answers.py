@@ -104,6 +104,21 @@ def test_a_question_stays_in_view_and_only_its_answer_is_hidden(tmp_path):
     assert site.cells[0].source == "".join(cells[0]["source"])
 
 
+def _shows_output(cell) -> bool:
+    return cell["cell_type"] == "code" and any(
+        o.get("output_type") in ("stream", "display_data", "execute_result") for o in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_a_predict_first_question_comes_before_the_output_that_answers_it(path):
+    """A "Predict first" question sits before the cells that compute its answer: the cell just
+    above it is prose, or code that shows nothing (a picture drawn but shown by a later cell)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    late = [i for i, cell in enumerate(cells) if i and cell["cell_type"] == "markdown"
+            and "".join(cell["source"]).startswith("**Predict first") and _shows_output(cells[i - 1])]
+    assert not late, f"{path.name}: cells {late} ask to predict what the cell above has already shown"
+
+
 def test_the_summary_rule_is_the_sites():
     assert answers.DOCUMENT_CHECK.pattern == publish.DOCUMENT_CHECK.pattern
     assert answers.DOCUMENT_CHECK.flags == publish.DOCUMENT_CHECK.flags
