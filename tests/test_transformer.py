@@ -366,6 +366,33 @@ def test_adam_matches_the_textbook_update():
             np.testing.assert_allclose(w[k], ref[k], rtol=1e-10)
 
 
+def test_the_weighted_training_loss_and_its_gradient():
+    """train_induction's loss weights: 1 at random positions, repeat_weight in the repeat, times
+    first_weight at its first predictable position; the weighted mean and its gradient are the
+    matching mix of two masked losses (weights 1 and 3: (N * all + 2 * K * subset) / (N + 2K))."""
+    repeat, _ = repeat_masks(np.array([3, 2]), 8, starts=np.array([0, 3]), gaps=np.array([1, 1]))
+    w = tr._loss_weights(repeat, np.array([4, 6]), 3.0, 2.0)
+    np.testing.assert_array_equal(w, [[1, 1, 1, 1, 6, 3, 1, 1], [1, 1, 1, 1, 1, 1, 6, 1]])
+    model = AttentionOnlyTransformer(5, 8, 2, 2, max_len=6, seed=2, dtype=np.float64)
+    rng = np.random.default_rng(5)
+    tokens, targets = rng.integers(0, 5, (3, 6)), rng.integers(0, 5, (3, 6))
+    mask = np.ones((3, 6), dtype=bool)
+    mask[:, -1] = False
+    subset = mask & (rng.random((3, 6)) < 0.4)
+    loss, grads, _, _ = model._loss_and_grads(tokens, targets, mask, None, np.where(subset, 3.0, 1.0))
+    loss_all, g_all = model.loss_and_grads(tokens, targets, mask)
+    loss_sub, g_sub = model.loss_and_grads(tokens, targets, subset)
+    n, k = mask.sum(), subset.sum()
+    assert loss == pytest.approx((n * loss_all + 2 * k * loss_sub) / (n + 2 * k), rel=1e-12)
+    for name in grads:
+        np.testing.assert_allclose(grads[name], (n * g_all[name] + 2 * k * g_sub[name]) / (n + 2 * k),
+                                   rtol=1e-9, atol=1e-12, err_msg=name)
+    # Without weights (and with all weights 1) it is the plain masked mean.
+    plain, g_plain, _, _ = model._loss_and_grads(tokens, targets, mask, None, np.ones((3, 6)))
+    assert plain == pytest.approx(loss_all, rel=1e-12)
+    np.testing.assert_allclose(g_plain["W_Q"], g_all["W_Q"], rtol=1e-9, atol=1e-12)
+
+
 SMALL = dict(steps=40, vocab_size=8, d_model=8, seq_len=12, batch=16, min_period=2, max_period=6)
 
 
