@@ -86,8 +86,10 @@ TRAINING_CONFIG = {
     "min_period": 2,
     "max_period": 12,
     "start": "random",
-    "gap_share": 0.5,
-    "balance": 0.5,
+    "gap_share": 0.65,
+    "balance": 0.75,
+    "repeat_weight": 4.0,
+    "first_weight": 3.0,
 }
 
 # How the stored weights were made, in words that do not depend on this file's line numbers.
@@ -98,7 +100,9 @@ RECIPE = (
     "rng=np.random.default_rng([seed, 1]), min_period, max_period, gap_share, balance) "
     "and takes one Adam step (betas 0.9/0.999, eps 1e-8; the learning rate falls from lr to lr_end "
     "on a cosine over the steps) "
-    "on the mean cross-entropy of predicting tokens[:, 1:] from every position but the last."
+    "on the weighted mean cross-entropy of predicting tokens[:, 1:] from every position but the last: "
+    "weight 1 where the next token is random, repeat_weight at the predictable positions of the repeat "
+    "(repeat_masks) and repeat_weight * first_weight at its first one."
 )
 
 DATA_FILE = "induction_model.npz"
@@ -443,15 +447,20 @@ class AttentionOnlyTransformer:
         loss, grads, _, _ = self._loss_and_grads(tokens, targets, mask, ablate)
         return loss, grads
 
-    def _loss_and_grads(self, tokens, targets, mask, ablate):
-        """:meth:`loss_and_grads` plus the cache and the per-position losses (B, n)."""
+    def _loss_and_grads(self, tokens, targets, mask, ablate, weights=None):
+        """:meth:`loss_and_grads` plus the cache and the per-position losses (B, n).
+
+        ``weights`` (B, n), optional: the loss is the weighted mean over ``mask``
+        (``sum(w * loss) / sum(w)``), and the gradient its gradient.
+        """
         logits, cache = self.forward(tokens, ablate=ablate)
         tokens = cache["tokens"]
         targets, mask = self._targets_and_mask(tokens, targets, mask)
         B, n = tokens.shape
         V, d, L, H, e = self.vocab_size, self.d_model, self.n_layers, self.n_heads, self.d_head
         p = self.params
-        count = int(mask.sum())
+        scale = mask if weights is None else mask * weights
+        count = int(scale.sum()) if weights is None else float(scale.sum())
         if count == 0:
             zeros = {name: np.zeros_like(p[name]) for name in PARAM_NAMES}
             return float("nan"), zeros, cache, _cross_entropy(logits, targets)
@@ -461,10 +470,10 @@ class AttentionOnlyTransformer:
         exp = np.exp(shifted)
         total = exp.sum(axis=-1, keepdims=True)
         per_position = np.log(total[..., 0]) - np.take_along_axis(shifted, targets[..., None], axis=-1)[..., 0]
-        loss = float(per_position[mask].sum() / count)
+        loss = float((per_position[mask] if weights is None else per_position * scale).sum() / count)
         d_logits = exp / total  # softmax, (B, n, V)
         d_logits[np.arange(B)[:, None], np.arange(n)[None, :], targets] -= 1
-        d_logits *= (mask / count).astype(self.dtype)[..., None]
+        d_logits *= (scale / count).astype(self.dtype)[..., None]
 
         grads = {}
         x = cache["resid"][-1]
@@ -721,7 +730,7 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         predictable positions the sequence gives: uniform draws give the
         middle distances, where long segments fit, most of the loss, and so
         teach the induction head to favour their look-backs; at ``1`` every
-        distance gets about the same share. The stored model uses ``0.5``.
+        distance gets about the same share. The stored model uses ``0.75``.
 
     Returns
     -------
@@ -1389,6 +1398,16 @@ def direct_logit_attribution(model, tokens, mask):
 # ---------------------------------------------------------------------------
 
 
+def _loss_weights(repeat, first, repeat_weight, first_weight):
+    """Each position's weight in the training loss (B, n): 1 where the next token is random,
+    ``repeat_weight`` inside the repeat, and ``repeat_weight * first_weight`` at the repeat's
+    first predictable position (``first``, (B,))."""
+    weights = np.where(repeat, repeat_weight, 1.0)
+    at_first = repeat & (np.arange(repeat.shape[1])[None, :] == np.asarray(first)[:, None])
+    weights[at_first] *= first_weight
+    return weights
+
+
 def train_induction(
     seed=0,
     steps=None,
@@ -1403,9 +1422,11 @@ def train_induction(
     min_period=2,
     max_period=12,
     start="random",
-    gap_share=0.5,
-    balance=0.5,
+    gap_share=0.65,
+    balance=0.75,
     lr_end=1e-3,
+    repeat_weight=4.0,
+    first_weight=3.0,
     progress=False,
     progress_every=100,
     dtype=np.float32,
@@ -1414,7 +1435,8 @@ def train_induction(
 
     Every step draws a fresh batch of repeated sequences and minimises the
     mean cross-entropy of predicting ``tokens[:, i + 1]`` at every position
-    ``i`` but the last. With the defaults (:data:`TRAINING_CONFIG`, 4,500
+    ``i`` but the last, the repeat's positions weighted up (``repeat_weight``,
+    ``first_weight``). With the defaults (:data:`TRAINING_CONFIG`, 4,500
     steps) that takes about 45-55 s of CPU on one thread. Deterministic for
     a given seed with one BLAS thread on one machine; another CPU's BLAS (or
     another NumPy) sums in another order, so retraining there matches only
@@ -1436,14 +1458,25 @@ def train_induction(
         Where the segments start (see :func:`induction_task`); ``0`` is the
         layout the first stored model was trained on. Must be "random" when
         ``gap_share > 0``.
-    balance : float in [0, 1], default 0.5
+    balance : float in [0, 1], default 0.75
         Passed to :func:`gapped_induction_task`: how much the draws even out
         the share of the loss each distance between the copies gets.
     lr_end : float or None, default 1e-3
         The learning rate falls from ``lr`` at step 0 to ``lr_end`` on a
         cosine, ``lr_end + (lr - lr_end) * (1 + cos(pi * step / steps)) / 2``;
         ``None`` keeps ``lr`` throughout (the models stored before).
-    gap_share : float in [0, 1], default 0.5
+    repeat_weight : float, default 4.0
+        The weight of each predictable position of the repeat in the
+        training loss, against 1 for a position whose next token is random:
+        the loss is ``sum(w * loss) / sum(w)`` over the positions. Random
+        positions teach the model only not to copy; weighted down, they let
+        the induction heads copy with more confidence. ``1`` (with
+        ``first_weight=1``): the plain mean, the models stored before.
+    first_weight : float, default 3.0
+        A further factor at the repeat's first predictable position, where
+        only the current token matches the earlier copy (its predecessor
+        does not), so the heads must learn to match one token as well as two.
+    gap_share : float in [0, 1], default 0.65
         Above 0, every batch comes from :func:`gapped_induction_task`: that
         share of the sequences has random tokens between the segment and its
         repeat, and distances cover the whole context. ``0``: batches from
@@ -1465,7 +1498,8 @@ def train_induction(
         the update:
 
         - ``"step"`` (steps,): 0, 1, ...;
-        - ``"loss"`` (steps,): the training loss;
+        - ``"loss"`` (steps,): the mean loss over every position but the
+          last, unweighted (the training minimises the weighted one);
         - ``"repeat_loss"`` (steps,): the loss on the predictable part of the
           repeat (positions ``s + d <= i <= s + d + p - 2``, see :func:`repeat_masks`);
         - ``"other_loss"`` (steps,): the loss on every other position, whose
@@ -1511,12 +1545,15 @@ def train_induction(
         targets = np.empty_like(tokens)
         targets[:, :-1] = tokens[:, 1:]
         targets[:, -1] = 0
-        loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None)
+        repeat, other = repeat_masks(periods, seq_len, starts, gaps)
+        weights = None
+        if first_weight != 1.0 or repeat_weight != 1.0:
+            weights = _loss_weights(repeat, starts + periods + gaps, repeat_weight, first_weight)
+        loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None, weights)
         if lr_end is not None:  # cosine decay from lr to lr_end
             optimiser.lr = lr_end + 0.5 * (lr - lr_end) * (1 + math.cos(math.pi * step / steps))
         optimiser.step(grads)
-        history["loss"][step] = loss
-        repeat, other = repeat_masks(periods, seq_len, starts, gaps)
+        history["loss"][step] = loss if weights is None else per_position[mask].mean()
         history["repeat_loss"][step] = per_position[repeat].mean()
         history["other_loss"][step] = per_position[other].mean()
         history["position_loss"][step] = per_position[:, :-1].mean(axis=0)

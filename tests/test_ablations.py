@@ -60,7 +60,7 @@ def test_query_and_key_paths_match_a_recomputation_by_hand():
             np.testing.assert_allclose(got[:, h], w / w.sum(-1, keepdims=True), atol=1e-12)
 
 
-PREVIOUS_TOKEN_HEAD = (0, 0)  # of the stored model (the model stored before had it at (0, 1))
+PREVIOUS_TOKEN_HEAD = (0, 1)  # of the stored model (the one stored before had it at (0, 0))
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +73,20 @@ def stored():
 
 
 def test_the_stored_model_composes_through_the_keys(stored):
-    """Layer 0, head 0 (the previous-token head of the stored model) reaches the induction heads
+    """Layer 0, head 1 (the previous-token head of the stored model) reaches the induction heads
     through their keys (K-composition) and, less, their queries (Q-composition); hidden from their
     values the induction scores do not move."""
     model, tokens, targets, repeat, _, (b, i, target) = stored
     score = {path: hide_head(model, tokens, PREVIOUS_TOKEN_HEAD, [path])[1][b, 1, :, i, target].mean()
              for path in ("query", "key", "value")}
     intact = model.attention_patterns(tokens)[b, 1, :, i, target].mean()
-    assert score["key"] < 0.35 < 0.6 < intact
-    assert score["key"] < score["query"] < 0.5 < intact  # Q-composition as well
+    assert score["key"] < 0.35 < 0.55 < intact
+    assert score["key"] < score["query"] < intact - 0.05  # Q-composition as well
     assert abs(score["value"] - intact) < 1e-6  # the values change no weight
     loss = {path: loss_from_logits(hide_head(model, tokens, PREVIOUS_TOKEN_HEAD, [path])[0], targets, repeat)
             for path in ("query", "key", "value")}
-    assert loss["key"] > 1.8 > loss["query"] > 1.2 > 1.0 > loss["value"]
+    whole = model.loss(tokens, targets, repeat)
+    assert loss["key"] > 1.8 > loss["query"] > whole + 0.2 and abs(loss["value"] - whole) < 0.05
 
 
 def test_hiding_from_every_input_equals_ablation_but_for_the_direct_path():
