@@ -10,6 +10,9 @@ call. Their checks hold salted digests (helpers/checks/_sealed.py), written by t
   tasks' targets, the examples' score rows and matrices), returns or prints an answer;
 - replacing the module-level hooks (``record`` and ``record_sealed``, in every module that
   holds them) with a function that keeps its arguments reveals no answer;
+- with every module-level function of the check modules replaced by a spy, no array, number or
+  shape reaches the hooks, what they call, or what a check calls only while recording, in any check
+  (the kernel-computed answers too: a check works out its clashes inline and passes names);
 - the sealed checks still tell right from wrong and name their mistakes (the corpus tests
   cover every right and wrong answer; a few are repeated here against the answer key).
 """
