@@ -10,6 +10,9 @@ call. Their checks hold salted digests (helpers/checks/_sealed.py), written by t
   tasks' targets, the examples' score rows and matrices), returns or prints an answer;
 - replacing the module-level hooks (``record`` and ``record_sealed``, in every module that
   holds them) with a function that keeps its arguments reveals no answer;
+- with every module-level function of the check modules replaced by a spy, no array, number or
+  shape reaches the hooks, what they call, or what a check calls only while recording, in any check
+  (the kernel-computed answers too: a check works out its clashes inline and passes names);
 - the sealed checks still tell right from wrong and name their mistakes (the corpus tests
   cover every right and wrong answer; a few are repeated here against the answer key).
 """
@@ -17,6 +20,7 @@ call. Their checks hold salted digests (helpers/checks/_sealed.py), written by t
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import io
@@ -268,6 +272,126 @@ def test_replacing_the_hooks_reveals_no_answer(monkeypatch):
     assert kept, "no hook was called: the test does not reach them"
     leaks = {_holds_answer(a) for a in kept} - {None}
     assert leaks == set(), leaks
+
+
+# Names whose spy would shift the frames a check reads (the caller's source, the library guard):
+# they receive the student's answer, never an expected value.
+_FRAME_READERS = {"_caller_source", "static_refusal", "_interactive_source", "_never_raise",
+                  "_record_library_calls", "_call_student"}
+
+
+def _every_check_with_right_and_wrong_answers():
+    """``[(check, args)]``: every check of helpers.checks, with right and wrong answers."""
+    import test_checks_distinct as distinct
+    import test_checks_functions as functions
+
+    from helpers import attention
+    from helpers.checks import e5_definition
+
+    size = e5_definition.SHAPES_CASE
+    q = np.zeros((size["heads"], size["n"], size["d_k"]))
+    k, v = np.zeros((size["batch"], 1, size["m"], size["d_k"])), np.zeros((size["batch"], 1, size["m"], size["d_v"]))
+    out, weights = attention.scaled_dot_product_attention(q, k, v)
+    shapes = (attention.attention_scores(q, k).shape, weights.shape, out.shape)
+    backward = functions._backward("correct")
+
+    def lifted(kind):  # E6 exercise 1: the gradients of x and of the projections
+        fn = functions._backward(kind)
+
+        def grads(x, w_q, w_k, w_v, d):
+            d_q, d_k, d_v = fn(x @ w_q, x @ w_k, x @ w_v, d)
+            return d_q @ w_q.T + d_k @ w_k.T + d_v @ w_v.T, x.T @ d_q, x.T @ d_k, x.T @ d_v
+
+        return grads
+
+    calls = [(getattr(checks, name), args) for name, args in distinct.ARGS.items()]
+    calls += [(check, args) for check, args, _, _ in _calls()]
+    calls += [(checks.check_definition_shapes, shapes), (checks.check_definition_shapes, shapes[::-1])]
+    calls += [(checks.check_stable_softmax, (fn,)) for fn in functions.SOFTMAXES.values()]
+    calls += [(checks.check_attention_backward, (lifted(kind),)) for kind in ("correct", "missing_scale")]
+    calls += [(checks.check_masked_backward, (functions.padded_bw(backward),)),
+              (checks.check_masked_backward, (functions.padded_bw(functions._backward("scale_squared")),))]
+    calls += [(checks.check_online_softmax_merge, (functions._merge(kind),)) for kind in functions.MERGE_KINDS]
+    calls += [(check, (lambda *a: np.zeros((2, 2)),)) for check in (checks.check_masked_attention,
+                                                                    checks.check_self_attention)]
+    return calls
+
+
+def _recording_blocks():
+    """``{(file, line)}``: the lines of the check modules that run only while recording."""
+    import ast
+
+    lines = set()
+    for module in MODULES:
+        for node in ast.walk(ast.parse(Path(module.__file__).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("_RECORDING is not None"):
+                lines.update((module.__file__, n) for n in range(node.body[0].lineno, node.end_lineno + 1))
+    return lines
+
+
+def _names_only(obj, table_entries):
+    """True when ``obj`` holds names alone: text, containers of text, or a sealed table entry."""
+    if isinstance(obj, str) or any(obj is entry for entry in table_entries):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return all(_names_only(x, table_entries) for x in obj)
+    if isinstance(obj, dict):
+        return all(isinstance(key, str) and _names_only(x, table_entries) for key, x in obj.items())
+    return False  # a number, an array, a shape of ints, None, any object
+
+
+def test_no_expected_value_passes_through_a_replaceable_name_while_recording(monkeypatch):
+    # Every module-level function of the check modules that a check may call is replaced by a spy
+    # that keeps its arguments (and calls the original). While recording, the hooks (``record``,
+    # ``record_sealed``, in every module that holds them), whatever they call, every helper called
+    # from a check's ``if _RECORDING is not None:`` block and every helper that a check calls only
+    # because recording is on receive names alone: no array, number or shape, so neither an
+    # expected answer nor a mistake's value.
+    from helpers.checks import _answer_table, _core
+
+    table_entries = list(_answer_table.TABLE.values())
+    calls, hook_depth, blocks = [], [0], _recording_blocks()
+    assert blocks, "no recording block found: the test does not see where the checks record"
+
+    def spy(where, name, fn):
+        hook = name in ("record", "record_sealed", "_same")
+
+        @functools.wraps(fn)
+        def replaced(*args, **kwargs):
+            caller = sys._getframe(1)
+            from_block = (caller.f_code.co_filename, caller.f_lineno) in blocks
+            calls.append((where, name, hook or hook_depth[0] > 0 or from_block, _core._RECORDING is not None,
+                          args, kwargs))
+            hook_depth[0] += hook
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                hook_depth[0] -= hook
+
+        return replaced
+
+    for module in MODULES:
+        for name, fn in list(vars(module).items()):
+            if (inspect.isfunction(fn) and fn.__module__.startswith("helpers.checks")
+                    and not name.startswith("check_") and name not in _FRAME_READERS):
+                monkeypatch.setattr(module, name, spy(module.__name__, name, fn))
+    leaks, hooked = [], set()
+    for check, args in _every_check_with_right_and_wrong_answers():
+        del calls[:]
+        check(*args)
+        unrecorded = {(where, name) for where, name, *_ in calls}
+        del calls[:]
+        with _core.recording():
+            check(*args)
+        for where, name, in_hook, on, a, kw in calls:
+            hooked.update([check.__name__] if name in ("record", "record_sealed") else [])
+            only_when_recording = (where, name) not in unrecorded
+            if (in_hook or only_when_recording) and not _names_only([a, kw], table_entries):
+                leaks.append(f"{check.__name__}: {where}.{name}{tuple(type(x).__name__ for x in a)}")
+    assert leaks == [], sorted(set(leaks))
+    # the three function checks below compare probes by their mistakes' names and record nothing
+    missed = {name for name in checks.__all__ if name.startswith("check_")} - hooked
+    assert missed == {"check_stable_softmax", "check_masked_attention", "check_self_attention"}, missed
 
 
 if __name__ == "__main__":

@@ -61,7 +61,11 @@ class recording:
 
 
 def _same(kind, a, b, atol, rtol):
-    """True when the answers ``a`` and ``b`` agree within the comparison's tolerance."""
+    """True when the answers ``a`` and ``b`` agree within the comparison's tolerance.
+
+    Used by the answer key (instructor/answer_key.py) only: a check works out its clashes inline
+    and hands :func:`record_sealed` names alone, so no value passes through a replaceable name.
+    """
     if a is None or b is None:
         return False
     if kind == "shape":
@@ -77,28 +81,13 @@ def _same(kind, a, b, atol, rtol):
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
-def record(kind, what, expected, candidates, atol=0.0, rtol=0.0):
-    """Record one comparison when recording: the answers' names and their clashes, not values.
-
-    ``candidates`` is a list of ``(mistake, value)``; two entries with one name (two ways to
-    make one mistake) may agree with each other.
-    """
-    if _RECORDING is None:
-        return
-    answers = [("right", expected)] + [(m, v) for m, v in candidates if v is not None]
-    clashes = []
-    for i, (m1, v1) in enumerate(answers):
-        for m2, v2 in answers[i + 1:]:
-            if not (m1 == m2 != "right") and _same(kind, v1, v2, atol, rtol):
-                clashes.append((m1, m2))
-    _RECORDING.append(Recorded(kind, what, tuple(m for m, _ in answers), tuple(clashes)))
-
-
 def record_sealed(kind, what, entry):
-    """Record one comparison of a sealed answer: the names and clashes its table entry holds.
+    """Record one comparison: the names and clashes ``entry["recorded"]`` holds, never a value.
 
-    The answer key (instructor/answer_key.py) works out the clashes when it seals the values, so
-    nothing but names passes through here (:mod:`helpers.checks._sealed`).
+    For a sealed answer the entry is the answer key's (instructor/answer_key.py works out the
+    clashes when it seals the values, :mod:`helpers.checks._sealed`); a check that holds its
+    expected value works its clashes out inline and passes ``{"recorded": (names, clashes)}``.
+    Nothing but names passes through here, or through any other module-level name, while recording.
     """
     if _RECORDING is None:
         return
@@ -695,8 +684,17 @@ def _match(answer, expected, mistakes, *, what, atol, rtol=0.0, shape_hint=""):
     arr, result = _as_real_array(answer, what)
     if result is not None:
         return result
-    if _RECORDING is not None:
-        record("array", what, expected, [(name, _compute(thunk)) for name, thunk, _ in mistakes], atol, rtol)
+    if _RECORDING is not None:  # names and clashes worked out here: no value leaves this function
+        answers = [("right", np.asarray(expected, float))]
+        for name, thunk, _ in mistakes:
+            try:
+                answers.append((name, np.asarray(thunk(), dtype=np.float64)))
+            except Exception:  # noqa: BLE001 - a mistake that cannot happen for these inputs
+                pass
+        clashes = [(m1, m2) for i, (m1, v1) in enumerate(answers) for m2, v2 in answers[i + 1:]
+                   if not (m1 == m2 != "right") and v1.shape == v2.shape
+                   and bool(np.allclose(v1, v2, rtol=rtol, atol=atol))]
+        record_sealed("array", what, {"recorded": ([m for m, _ in answers], clashes)})
     candidates = []
     for name, thunk, message in mistakes:
         value = _compute(thunk)
@@ -1091,7 +1089,11 @@ def _number_verdict(answer, *, what, expected, mistakes, rtol, hint):
     ``mistakes`` is a list of ``(name, value, message)``; a mistake whose value is
     within ``rtol`` of the expected one is skipped (it cannot be told apart).
     """
-    record("number", what, expected, [(name, target) for name, target, _ in mistakes], 0.0, rtol)
+    if _RECORDING is not None:  # names and clashes worked out here: no value leaves this function
+        answers = [("right", expected)] + [(name, target) for name, target, _ in mistakes if target is not None]
+        clashes = [(m1, m2) for i, (m1, v1) in enumerate(answers) for m2, v2 in answers[i + 1:]
+                   if not (m1 == m2 != "right") and abs(v1 - v2) <= rtol * max(abs(v1), abs(v2))]
+        record_sealed("number", what, {"recorded": ([m for m, _ in answers], clashes)})
     value = _as_number(answer)
     if value is None:
         return _not_a_number(answer, what)
