@@ -1,4 +1,4 @@
-"""No lesson (00-11) uses a glossary term before the lesson that defines it (issue 23, item 4).
+"""No lesson (00-16) uses a glossary term before the lesson that defines it (issue 23, item 4; issue 33).
 
 docs/glossary.md lists each term with one or more definitions, each ending in a
 link ``— [NN-name.ipynb, section ...](...)``. The smallest NN is the term's
@@ -10,6 +10,13 @@ a learner reads:
 - the printed text of code cells (streams and ``text/plain`` results, but not a
   figure's ``<Figure size ...>`` repr),
 - the text description (alt text) of every described figure.
+
+A term that is a symbol, or names one in parentheses (``⊙``, ``η (learning rate)``,
+``Kronecker delta (δ_ij)``, ``partial derivative (∂)``), is also matched by the symbol
+itself and by its LaTeX command (``\\odot``, ``\\eta``, ``\\delta``, ``\\partial``), since a
+formula is read too.
+
+Every entry has exactly one defining place: one link to one lesson.
 
 Code itself is not read: a name in code (``causal_mask``) is not a word in prose.
 
@@ -37,7 +44,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY = ROOT / "docs" / "glossary.md"
 NOTEBOOKS = ROOT / "notebooks"
-LAST_LESSON = 11
+LAST_LESSON = 16
 
 # Terms that are not checked, each with its reason. Keep this list short.
 GENERIC = {
@@ -73,6 +80,21 @@ def parse_glossary(text):
     return {term: min(lessons) for term, lessons in all_definitions(text).items() if lessons}
 
 
+# symbols a glossary term may stand for, and the LaTeX command a formula writes them with
+SYMBOLS = {"⊙": "\\odot", "δ": "\\delta", "∂": "\\partial", "η": "\\eta"}
+
+
+def _symbol_names(part):
+    """The symbol of ``part`` ("⊙", or "(δ_ij)" after a name) and its LaTeX command, if it has one."""
+    names = []
+    base = re.sub(r"\s*\(.*?\)", "", part).strip()
+    for piece in [base] + re.findall(r"\((.*?)\)", part):
+        symbol = piece.strip().split("_")[0]  # "δ" of "δ_ij"
+        if symbol in SYMBOLS:
+            names += [symbol, SYMBOLS[symbol]]
+    return names
+
+
 def names_of(term):
     """The words a glossary term is matched by (see the module docstring)."""
     names = []
@@ -82,10 +104,15 @@ def names_of(term):
         for inner in re.findall(r"\((.*?)\)", part):
             if re.fullmatch(r"[A-Z]{2,}", inner.strip()):
                 names.append(inner.strip())
-    return [name for name in names if name]
+        names += _symbol_names(part)
+    return list(dict.fromkeys(name for name in names if name))
 
 
 def pattern_of(name):
+    if name in SYMBOLS:
+        return re.compile(re.escape(name))
+    if name in SYMBOLS.values():
+        return re.compile(re.escape(name) + r"(?![A-Za-z])")
     stem = re.escape(name)
     if name.endswith("y") and not name.endswith(("ay", "ey", "oy", "uy")):
         word = rf"(?:{stem}|{re.escape(name[:-1])}ies)"
@@ -189,7 +216,7 @@ def defined():
 def test_the_glossary_parses(defined):
     # a few entries whose defining lesson is known, so a broken parser fails here first
     assert defined["softmax"] == 1
-    assert defined["causal mask"] == 4  # defined where 04's explorer first uses it, again in 05
+    assert defined["causal mask"] == 5  # masks live in 05; 04's explorer links there
     assert defined["cross-attention"] == 5
     assert defined["fan-in"] == 2
     assert all(0 <= n <= 16 for n in defined.values())
@@ -209,17 +236,35 @@ def test_term_names_and_matching():
     assert not pattern_of("key").search("monkey")
 
 
+def test_symbols_are_matched_as_written_and_in_latex():
+    assert names_of("⊙") == ["⊙", "\\odot"]
+    assert names_of("η (learning rate)") == ["η", "\\eta"]
+    assert names_of("Kronecker delta (δ_ij)") == ["Kronecker delta", "δ", "\\delta"]
+    assert names_of("partial derivative (∂)") == ["partial derivative", "∂", "\\partial"]
+    assert names_of("∂L/∂q") == ["∂L/∂q"], "a formula as a term is matched as written, not by its symbols"
+    assert pattern_of("\\odot").search("$dP \\odot P$")
+    assert not pattern_of("\\eta").search("$\\beta$ and $\\theta$") and pattern_of("\\eta").search("$W - \\eta\\, dW$")
+    assert not pattern_of("\\delta").search("$\\Delta$")
+
+
+def test_every_entry_has_one_defining_place():
+    several = {t: sorted(n) for t, n in _DEFINITIONS.items() if len(n) != 1}
+    assert not several, f"glossary entries with no or several defining lessons (link the others to one): {several}"
+
+
 def test_a_planted_early_use_is_found(defined, tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("This row is all NaN."),
                 nbformat.v4.new_markdown_cell("See [NaN, in 05](05-definition-shapes-and-masks.ipynb)."),
-                nbformat.v4.new_markdown_cell("A [cross-attention](03-cat-sat-mat.ipynb) here.")]
+                nbformat.v4.new_markdown_cell("A [cross-attention](03-cat-sat-mat.ipynb) here."),
+                nbformat.v4.new_markdown_cell("Here $dS = P \\odot (dP - r)$.")]
     path = tmp_path / "04-planted.ipynb"
     nbformat.write(nb, path)
     found = early_uses(path, defined)
-    assert len(found) == 2, found  # the plain use, and a link to a lesson that does not define it
+    assert len(found) == 3, found  # the plain use, a link to a lesson that does not define it, a symbol
     assert "cell 0" in found[0] and "'NaN'" in found[0]
     assert "cell 2" in found[1] and "'cross-attention'" in found[1]
+    assert "cell 3" in found[2] and "'⊙'" in found[2]
 
 
 @pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
