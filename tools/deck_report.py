@@ -58,7 +58,7 @@ MIN_FIGURE_CAP_PX = 9
 # Issue 32, items 3 and 5, for the decks already rewritten for it (HALL_DECKS, by notebook prefix): a picture
 # on at least 60 % of the slides, speaker notes on at least 80 %, and the code and output totals per slide.
 # The other decks keep MIN_PICTURE_SHARE / MIN_NOTES_SHARE until they are rewritten too.
-HALL_DECKS = tuple(f"{i:02d}-" for i in range(1, 13))
+HALL_DECKS = tuple(f"{i:02d}-" for i in range(1, 17))  # every lesson deck, 01-16
 HALL_PICTURE_SHARE = 0.60
 HALL_NOTES_SHARE = 0.80
 # A code cell that only shows a figure is not worth a line on a slide (issue 24: "the picture is the slide").
