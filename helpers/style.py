@@ -166,14 +166,15 @@ def fit_for_slide(fig):
             if ticks:
                 size = _slide_size(ticks[0].label1.get_fontsize(), smallest)
                 ax.tick_params(axis=which, which="both", labelsize=size)
-    # The canvas keeps the figure's own shape and grows with its text (by the median text's growth), at
-    # most to the slide's picture area: the text keeps the room the notebook figure gave it, so labels
-    # and numbers do not run into each other, while a canvas made larger than the slide's room would be
-    # shrunk by the deck, its text with it (measured: a 16:9 canvas of 880 x 495 px for every figure left
-    # 07's small). The deck grows a smaller picture into the room its slide leaves (web/templates/slides).
+    # The canvas keeps the figure's own shape and size, at most the slide's picture area: the deck grows
+    # a picture into the room its slide leaves (web/templates/slides), so a small canvas with large text
+    # is read larger on the slide, while a canvas made larger than the room would be shrunk, its text
+    # with it (measured: a 16:9 canvas of 880 x 495 px for every figure left 07's small; growing every
+    # canvas with its text left 16 slides' median text under 13 px). Only a figure whose texts still
+    # run into each other once untangled grows, step by step, at most by its text's growth (below).
     width, height = SLIDE_SIZE_IN
     fig.set_dpi(SLIDE_DPI)
-    factor = min(max(1.0, growth), width / old_w, height / old_h)
+    factor = min(1.0, width / old_w, height / old_h)
     fig.set_size_inches(old_w * factor, old_h * factor, forward=False)
     engine = fig.get_layout_engine()
     if engine is None and fig.axes and all(ax.get_subplotspec() is not None for ax in fig.axes):
@@ -187,6 +188,10 @@ def fit_for_slide(fig):
     except Exception:  # the layout engine the figure came with cannot solve the slide's size
         fig.set_layout_engine("none")
     drop_crowded_values(fig)
+    limit = min(max(1.0, growth), width / old_w, height / old_h)
+    while factor < limit and overlapping_texts(fig):  # room first, then smaller ticks and wrapped titles
+        factor = min(limit, factor * 1.15)
+        fig.set_size_inches(old_w * factor, old_h * factor, forward=False)
     _untangle_ticks(fig)
     _untangle_texts(fig)
     return fig
@@ -266,7 +271,7 @@ def panels(fig):
 
 
 def drop_crowded_values(fig):
-    """Hide the numbers written in a panel's cells (gid CELL_VALUE, or "value:<matrix>:..." per matrix) where two overlap.
+    """Hide the numbers in a panel's cells (gid CELL_VALUE, or "value:<matrix>:..." per matrix) where two overlap.
 
     At slide size a small panel cannot hold one readable number per cell: numbers that run
     into each other read as neither. The panel then shows its colours (and its colour bar)
