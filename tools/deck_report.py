@@ -18,7 +18,8 @@ no overflow, nothing scrolling sideways, at most MAX_WORDS words of visible text
 MAX_CODE_LINES lines of code per slide, and no heading upper-cased by the theme; at most MAX_CODE_LINES code
 lines and MAX_OUTPUT_LINES printed lines summed over every cell of a slide (issue 32); pictures and notes
 on MIN_PICTURE_SHARE / MIN_NOTES_SHARE of the slides, or HALL_PICTURE_SHARE / HALL_NOTES_SHARE for the
-decks of HALL_DECKS. Exit status 1 when any is broken.
+decks of HALL_DECKS; in every picture, no two texts that run into each other and at most MAX_PANELS
+panels (issue 32, item 2). Exit status 1 when any is broken.
 Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the test extra).
 """
 
