@@ -700,7 +700,7 @@ def induction_task(batch, seq_len, vocab_size, rng, min_period=4, max_period=12,
 
 
 def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_period=12, gap_share=0.5,
-                          balance=0.0):
+                          balance=0.0, gap_max_period=None, placement=0.0):
     """Random tokens with one segment repeated later, after a gap of random tokens or straight after.
 
     A share ``gap_share`` of the sequences (in expectation) has a *gap*: its
@@ -731,6 +731,17 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         middle distances, where long segments fit, most of the loss, and so
         teach the induction head to favour their look-backs; at ``1`` every
         distance gets about the same share. The stored model uses ``0.75``.
+    gap_max_period : int, optional
+        The longest period of a sequence with a gap (``max_period`` by
+        default, the stored model's draws): smaller, every distance gets short
+        segments, whose first predictable position is a large share of the repeat.
+    placement : float in [0, 1], default 0
+        Above 0, the distance of a sequence with a gap is drawn with a further
+        weight ``(expected number of starts that fit) ** placement``: at ``1``
+        (with ``balance=0``) every placement (start, distance) of a repeat is
+        about as likely, so no distance is cheaper for its position alone (a
+        uniform distance draw makes the longest ones, whose start is all but
+        fixed, the most frequent per placement).
 
     Returns
     -------
@@ -758,12 +769,16 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         raise ValueError(f"gap_share must be in [0, 1]: got {gap_share!r}")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     n, low = seq_len, min_period
+    gap_top = max_period if gap_max_period is None else max(_positive_int(gap_max_period, "gap_max_period"), low)
     gapped = (rng.random(batch) < gap_share) & (n >= 2 * low + 1)  # (batch,)
     # Without a gap: the period uniform in low..min(max_period, n // 2).
     balance = _finite_float(balance, "balance")
     if not 0.0 <= balance <= 1.0:
         raise ValueError(f"balance must be in [0, 1]: got {balance!r}")
-    if balance > 0:
+    placement = _finite_float(placement, "placement")
+    if not 0.0 <= placement <= 1.0:
+        raise ValueError(f"placement must be in [0, 1]: got {placement!r}")
+    if balance > 0 or placement > 0:
         # A draw of the period (no gap) or of the distance (a gap) is weighted by
         # (expected p - 1) ** -balance, p - 1 being the predictable positions one sequence gives:
         # at balance 1 every distance d, so every look-back d - 1 of the induction head, gets
@@ -771,14 +786,15 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         plain_p = np.arange(low, min(max_period, n // 2) + 1)
         plain = rng.choice(plain_p, size=batch, p=_normalised(np.maximum(plain_p - 1, 0.5) ** -balance))
         all_d = np.arange(low + 1, max(n - low, low + 1) + 1)
-        all_top = np.maximum(np.minimum(np.minimum(max_period, all_d - 1), n - all_d), low)
+        all_top = np.maximum(np.minimum(np.minimum(gap_top, all_d - 1), n - all_d), low)
         weights = np.maximum((low + all_top) / 2 - 1, 0.5) ** -balance
+        weights = weights * np.maximum(n - all_d - (low + all_top) / 2 + 1, 0.5) ** placement
         distance = rng.choice(all_d, size=batch, p=_normalised(weights))
     else:
         plain = rng.integers(low, min(max_period, n // 2) + 1, size=batch)
         # With one: the distance uniform in low + 1..n - low, then the period among those that fit.
         distance = rng.integers(low + 1, max(n - low, low + 1) + 1, size=batch)
-    top = np.maximum(np.minimum(np.minimum(max_period, distance - 1), n - distance), low)
+    top = np.maximum(np.minimum(np.minimum(gap_top, distance - 1), n - distance), low)
     spaced = rng.integers(low, top + 1)
     periods = np.where(gapped, spaced, plain)
     gaps = np.where(gapped, distance - spaced, 0)
@@ -1404,7 +1420,10 @@ def _loss_weights(repeat, first, repeat_weight, first_weight):
     first predictable position (``first``, (B,))."""
     weights = np.where(repeat, repeat_weight, 1.0)
     at_first = repeat & (np.arange(repeat.shape[1])[None, :] == np.asarray(first)[:, None])
-    weights[at_first] *= first_weight
+    if np.ndim(first_weight):  # one factor per sequence
+        weights = np.where(at_first, weights * np.asarray(first_weight, dtype=float)[:, None], weights)
+    else:
+        weights[at_first] *= first_weight
     return weights
 
 
@@ -1427,6 +1446,9 @@ def train_induction(
     lr_end=1e-3,
     repeat_weight=4.0,
     first_weight=3.0,
+    gap_max_period=None,
+    gap_first_weight=None,
+    placement=0.0,
     progress=False,
     progress_every=100,
     dtype=np.float32,
@@ -1476,6 +1498,14 @@ def train_induction(
         A further factor at the repeat's first predictable position, where
         only the current token matches the earlier copy (its predecessor
         does not), so the heads must learn to match one token as well as two.
+    gap_max_period : int, optional
+        Passed to :func:`gapped_induction_task`: the longest period of a
+        sequence with a gap (``max_period`` by default).
+    placement : float in [0, 1], default 0
+        Passed to :func:`gapped_induction_task`.
+    gap_first_weight : float, optional
+        ``first_weight`` for the sequences with a gap only (by default
+        ``first_weight`` for every sequence).
     gap_share : float in [0, 1], default 0.65
         Above 0, every batch comes from :func:`gapped_induction_task`: that
         share of the sequences has random tokens between the segment and its
@@ -1537,7 +1567,7 @@ def train_induction(
     for step in range(steps):
         if gapped:
             tokens, periods, starts, gaps = gapped_induction_task(
-                batch, seq_len, vocab_size, rng, min_period, max_period, gap_share, balance
+                batch, seq_len, vocab_size, rng, min_period, max_period, gap_share, balance, gap_max_period, placement
             )
         else:
             tokens, periods, starts = induction_task(batch, seq_len, vocab_size, rng, min_period, max_period, start)
@@ -1547,8 +1577,9 @@ def train_induction(
         targets[:, -1] = 0
         repeat, other = repeat_masks(periods, seq_len, starts, gaps)
         weights = None
-        if first_weight != 1.0 or repeat_weight != 1.0:
-            weights = _loss_weights(repeat, starts + periods + gaps, repeat_weight, first_weight)
+        factor = first_weight if gap_first_weight is None else np.where(gaps > 0, gap_first_weight, first_weight)
+        if np.any(factor != 1.0) or repeat_weight != 1.0:
+            weights = _loss_weights(repeat, starts + periods + gaps, repeat_weight, factor)
         loss, grads, cache, per_position = model._loss_and_grads(tokens, targets, mask, None, weights)
         if lr_end is not None:  # cosine decay from lr to lr_end
             optimiser.lr = lr_end + 0.5 * (lr - lr_end) * (1 + math.cos(math.pi * step / steps))

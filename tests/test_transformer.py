@@ -651,6 +651,31 @@ def test_balanced_draws_even_out_the_positions_each_distance_gets():
             tr.gapped_induction_task(2, 24, 16, 0, balance=bad)
 
 
+def test_recipe_knobs_gap_max_period_placement_and_gap_first_weight():
+    """The knobs tried for issue 34 (benchmarks/README.md): off by default, so the stored draws are unchanged."""
+    rng_args = (3000, 24, 16)
+    plain = tr.gapped_induction_task(*rng_args, np.random.default_rng(3), balance=0.75)
+    off = tr.gapped_induction_task(*rng_args, np.random.default_rng(3), balance=0.75, gap_max_period=None,
+                                   placement=0.0)
+    for a, b in zip(plain, off):
+        np.testing.assert_array_equal(a, b)
+    _, periods, _, gaps = tr.gapped_induction_task(*rng_args, np.random.default_rng(3), gap_max_period=5)
+    assert periods[gaps > 0].max() == 5 and periods[gaps == 0].max() == 12
+    def short_share(placement):
+        _, p, _, g = tr.gapped_induction_task(20000, 24, 16, np.random.default_rng(4), gap_share=1.0,
+                                              placement=placement)
+        return ((p + g) <= 8).mean()
+    assert short_share(1.0) > 1.5 * short_share(0.0)  # more starts fit at short distances
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="placement"):
+            tr.gapped_induction_task(2, 24, 16, 0, placement=bad)
+    repeat = np.zeros((2, 8), dtype=bool)
+    repeat[:, 4:7] = True
+    w = tr._loss_weights(repeat, np.array([4, 4]), 2.0, np.array([3.0, 5.0]))  # one factor per sequence
+    np.testing.assert_array_equal(w[:, 4], [6.0, 10.0])
+    np.testing.assert_array_equal(w[:, 5:7], 2.0)
+
+
 @pytest.fixture(scope="module")
 def distance_losses():
     """The stored model's repeat loss at every distance 4.. the longest that fits, on fresh tokens."""
