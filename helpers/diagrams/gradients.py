@@ -374,6 +374,9 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
     sizes = {"n": _positive_int(n, "n"), "m": _positive_int(m, "m"),
              "d_k": _positive_int(d_k, "d_k"), "d_v": _positive_int(d_v, "d_v")}
     shapes = {name: tuple(sizes[s] for s in symbolic) for name, (_, symbolic, _, _) in _GRAPH_NODES.items()}
+    if style.is_slide():
+        fig = _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas)
+        return _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas)
     width, height = 10.3, 3.45
     box_w, box_h = 1.4, 0.95
     xs = [0.85, 3.7, 6.55, 9.4]  # centres of the four columns, inches
@@ -443,6 +446,10 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         a, b = _GRAPH_STEPS[lit]
         ax.text(0.15, 0.12, f"step {lit} of 5: {formulas[(a, b)]}", ha="left", va="bottom", fontsize=12.5,
                 fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
+    return _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas)
+
+
+def _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas):
     forward = ", ".join(f"{title} {shapes[name]}" for name, (title, *_) in _GRAPH_NODES.items())
     figures.describe(fig, (
         f"Graph of attention's forward pass with n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v}: "
@@ -453,6 +460,92 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
                        f" Step {lit} of 5 is lit: {formulas[_GRAPH_STEPS[lit]]}, from "
                        f"d{_GRAPH_STEPS[lit][1]} {shapes[_GRAPH_STEPS[lit][1]]} to d{_GRAPH_STEPS[lit][0]} "
                        f"{shapes[_GRAPH_STEPS[lit][0]]}; the other four steps are greyed.")))
+    return fig
+
+
+def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
+    """The slide variant of :func:`backward_graph`: larger boxes, fewer and shorter texts, one text size.
+
+    Each box holds its title, its shape in numbers and the name of its gradient; each
+    backward arrow carries its step's number instead of its formula, and the formula of
+    the lit step is written at the bottom (gid ``"lit"``). The gids of the boxes, arrows,
+    shapes and gradients are the notebook picture's; a step's number has gid
+    ``"step:B:A"``. Every text has one size, which the slide medium lifts to its floor,
+    so nothing runs into anything at slide size (issue 32).
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    def colour(lit_here):
+        return BACKWARD_COLOUR if lit is None or lit_here else GREYED_COLOUR
+
+    size = 12
+    width, height = 10.3, 4.4
+    box_w, box_h = 1.6, 1.2
+    xs = [0.95, 3.75, 6.55, 9.35]  # centres of the four columns, inches
+    ys = [1.2, 3.1]  # centres of the two rows
+    fig = _new_figure((width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    centre = {name: (xs[col], ys[row]) for name, (_, _, col, row) in _GRAPH_NODES.items()}
+    for name, (title, _, _, _) in _GRAPH_NODES.items():
+        x, y = centre[name]
+        fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
+        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
+                                    facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
+        ax.text(x, y + 0.34, title.split()[-1], ha="center", va="center", fontsize=size, fontweight="bold",
+                color="#222222", gid=f"title:{name}")
+        ax.text(x, y, str(shapes[name]), ha="center", va="center", fontsize=size, color=FORWARD_COLOUR,
+                gid=f"shape:{name}")
+        ax.text(x, y - 0.34, f"d{name}", ha="center", va="center", fontsize=size,
+                color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
+
+    def ends(a, b, offset):
+        (xa, ya), (xb, yb) = centre[a], centre[b]
+        if ya == yb:
+            start, end = np.array([xa + box_w / 2 + 0.05, ya]), np.array([xb - box_w / 2 - 0.05, yb])
+        else:
+            start = np.array([xa + box_w / 2 + 0.05, ya + 0.2])
+            end = np.array([xb - box_w / 2 + 0.3, yb - box_h / 2 - 0.05])
+        direction = (end - start) / np.hypot(*(end - start))
+        normal = np.array([-direction[1], direction[0]])
+        return tuple(start + offset * normal), tuple(end + offset * normal)
+
+    short = {"scale \u00b7 Q K\u1d40": "scale\u00b7QK\u1d40", "softmax of each row": "softmax", "P V": "PV"}
+    for a, b, label, _ in _GRAPH_EDGES:
+        step = step_of[(a, b)]
+        lit_here = step == lit
+        start, end = ends(a, b, 0.15)
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
+                                     linewidth=1.5, gid=f"forward:{a}:{b}"))
+        back_end, back_start = ends(a, b, -0.15)
+        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
+                                     color=colour(lit_here), linewidth=2.8 if lit_here else 1.5, linestyle="--",
+                                     gid=f"backward:{b}:{a}"))
+        (x0, y0), (x1, _) = start, end
+        if centre[a][1] == centre[b][1]:
+            if label:
+                ax.text((x0 + x1) / 2, y0 + 0.1, short.get(label, label), ha="center", va="bottom", fontsize=size,
+                        color=FORWARD_COLOUR, gid=f"op:{a}:{b}")
+            ax.text((x0 + x1) / 2, back_end[1] - 0.1, str(step), ha="center", va="top", fontsize=size,
+                    color=colour(lit_here), fontweight="bold", gid=f"step:{b}:{a}")
+        else:
+            (bx0, by0), (bx1, by1) = back_end, back_start
+            ax.text((bx0 + bx1) / 2 + 0.1, (by0 + by1) / 2 - 0.1, str(step), ha="left", va="top", fontsize=size,
+                    color=colour(lit_here), fontweight="bold", gid=f"step:{b}:{a}")
+    ax.text(0.15, height - 0.1, "forward: values, shapes", ha="left", va="top", fontsize=size,
+            color=FORWARD_COLOUR, gid="legend:forward")
+    ax.text(width - 0.15, height - 0.1, "backward (dashed): dX = \u2202L/\u2202X, steps 1-5", ha="right",
+            va="top", fontsize=size, color=BACKWARD_COLOUR, gid="legend:backward")
+    if lit is None:
+        ax.text(0.15, 0.1, "r = rowsum(dO \u2299 O)", ha="left", va="bottom", fontsize=size, color=BACKWARD_COLOUR,
+                gid="note:r")
+    else:
+        a, b = _GRAPH_STEPS[lit]
+        formula = formulas[(a, b)] + (", r = rowsum(dO \u2299 O)" if lit == 3 else "")
+        ax.text(0.15, 0.1, f"step {lit}: {formula}", ha="left", va="bottom", fontsize=size,
+                fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
     return fig
 
 
