@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import figures, style
-from ._common import KEY_COLOUR, QUERY_COLOUR, _format, _matrix
+from ._common import KEY_COLOUR, QUERY_COLOUR, _format, _matrix, _only_ticks_in_view
 
 __all__ = ["tiled_steps", "flash_loop_orders"]
 
@@ -221,11 +221,11 @@ def _tiled_steps_slide(steps, q_blocks, k_blocks, n, m, row, row_block, lit, see
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    size = 12  # one size for every text: the slide medium lifts it to its floor
-    fig = plt.figure(figsize=(8.8, 4.95), layout="constrained")
+    size, big = 12, 15  # the slide medium lifts the smaller to its floor and keeps the difference
+    fig = plt.figure(figsize=(8.8, 4.4), layout="constrained")
     grid = fig.add_gridspec(2, 1, height_ratios=[1.15, 1])
     ax = fig.add_subplot(grid[0])
-    total, pitch = max(n, m), 4.0
+    total, pitch = max(n, m), 4.6
     sep = ": " if len(steps) <= 6 else "\n"  # more steps than six: the label on two lines
     for step, (i, j) in enumerate(steps):
         faded = lit is not None and step != lit - 1
@@ -243,13 +243,15 @@ def _tiled_steps_slide(steps, q_blocks, k_blocks, n, m, row, row_block, lit, see
         if i == row_block:  # the followed query row
             ax.plot([left - 0.3, left], [total - row - 0.5] * 2, color=QUERY_COLOUR, linewidth=2, alpha=alpha,
                     gid=f"row:{step}")
-        label = ax.text(left + 1.6, -0.4, f"{step + 1}{sep}Q{i}K{j}", ha="center", va="top", fontsize=size,
+        label = ax.text(left + 1.6, -0.4, f"{step + 1}{sep}Q{i}K{j}", ha="center", va="top", fontsize=big,
                         alpha=alpha, fontweight="bold" if lit == step + 1 else "normal")
         if lit == step + 1:
             label.set_gid("lit")
     ax.set_xlim(-0.4, len(steps) * pitch - 0.6)
-    ax.set_ylim(-0.4 - 0.22 * total, total + 0.3 + 0.15 * total)
+    ax.set_ylim(-0.4 - 0.3 * total, total + 0.3 + 0.3 * total)
     ax.set_axis_off()
+    ax.set_xticks([])  # no tick labels, undrawn ones included (style.overlapping_texts measures those too)
+    ax.set_yticks([])
     ax.set_title("coloured: the blocks in fast memory (SRAM)", fontsize=size)
     ax = fig.add_subplot(grid[1])
     arrived = np.arange(1, seen + 1)
@@ -264,12 +266,14 @@ def _tiled_steps_slide(steps, q_blocks, k_blocks, n, m, row, row_block, lit, see
         ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
     ax.set_xticks(np.arange(1, len(k_blocks) + 1))
     ax.set_xlim(0.6, len(k_blocks) + 0.4)
-    ax.set_ylim(*_padded(running_max + running_sum + [final_max, final_sum]))
-    ax.tick_params(labelsize=size)
+    low, high = _padded(running_max + running_sum + [final_max, final_sum])
+    ax.set_ylim(low, high + 0.6 * (high - low))  # room above the lines for the legend
+    ax.tick_params(labelsize=big)
     ax.set_xlabel(f"key blocks seen by query {row} (dashed: whole row)", fontsize=size)
     title = "running max and sum" if lit is None else f"after step {lit}"
     ax.set_title(title, fontsize=size)
-    legend = ax.legend(fontsize=size, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    _only_ticks_in_view(ax)
+    legend = ax.legend(fontsize=big, loc="upper center", ncol=2, frameon=False)
     for text, name in zip(legend.get_texts(), ("max", "sum")):
         text.set_gid(f"state:{name}")
     return fig
