@@ -76,7 +76,7 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     unscaled, scaled = softmax(scores), softmax(scores / np.sqrt(top))
     slide = style.is_slide()  # a slide shows at most two panels (issue 32): the two rows share one
     if slide:
-        fig, (left, mid) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained",
+        fig, (left, mid) = plt.subplots(1, 2, figsize=(10, 4.0), layout="constrained",
                                         gridspec_kw={"width_ratios": [1.2, 1]})
         size = 12  # one text size, which the slide medium lifts to its floor
     else:
@@ -103,9 +103,9 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
         mid.set_title(f"one query's softmax, $d_k$ = {top}", fontsize=size)
         mid.set_ylabel("weight", fontsize=size)
         # below the axes: inside, the legend would cover the bars and the axis label
-        mid.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=size, frameon=False)
+        mid.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=size + 1, frameon=False)
         for ax in (left, mid):
-            ax.tick_params(labelsize=size)
+            ax.tick_params(labelsize=size + 2)  # larger than the rest: the deck shows the picture below its size
         # only ticks inside the view: style.overlapping_texts also measures the labels of ticks the axes
         # leave out, and the one beyond the left panel's right end would sit on the right panel's numbers
         from matplotlib.ticker import MaxNLocator
@@ -183,23 +183,25 @@ def saturation(d_ks, unscaled, scaled):
     largest = tuple(np.array([w.max(axis=-1).mean() for w in ws]) for ws in rows)
     jacobian = tuple(np.array([np.median(jacobian_size(w)) for w in ws]) for ws in rows)
     slide = style.is_slide()  # a slide: a taller canvas, one text size (lifted to the slide's floor)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6) if slide else (10, 3.1), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0) if slide else (10, 3.1), layout="constrained")
     styles = (("o-", UNSCALED_COLOUR, "unscaled"), ("s-", SCALED_COLOUR, "scaled by 1/√d_k"))
     for ax, curves in ((left, largest), (right, jacobian)):
         for y, (marker, colour, label) in zip(curves, styles):
             ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("$d_k$", **({"fontsize": 12} if slide else {}))
-        ax.legend(fontsize=12 if slide else 8, loc="center right" if ax is left else "lower left")
+        ax.legend(fontsize=13 if slide else 8, loc="center right" if ax is left else "lower left")
     left.axhline(1 / m, color="0.6", linestyle=":")
     left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=12 if slide else 8, color="0.35", va="bottom")
     left.set_ylim(0, 1.05)
-    left.set_title("mean largest weight of a row: saturation", fontsize=12 if slide else 10)
+    left.set_title("mean largest weight: saturation" if slide else "mean largest weight of a row: saturation",
+                   fontsize=12 if slide else 10)
     right.set_yscale("log")
-    right.set_title(r"median $\|J\|_F$ of a row: the gradient's way back", fontsize=12 if slide else 10)
+    right.set_title(r"median $\|J\|_F$: the gradient's way back" if slide else
+                    r"median $\|J\|_F$ of a row: the gradient's way back", fontsize=12 if slide else 10)
     if slide:
         for ax in (left, right):
-            ax.tick_params(labelsize=12)
+            ax.tick_params(labelsize=14)
             _only_ticks_in_view(ax)
     fig.curves = {"largest": largest, "jacobian": jacobian}
     figures.describe(fig, (
