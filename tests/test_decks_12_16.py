@@ -100,3 +100,27 @@ def test_twelve_ablation_labels_stand_upright_and_apart_on_a_slide():
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
         assert min(t.get_fontsize() for t in labels) >= style.SLIDE_MIN_PT
         assert all(t.get_rotation() == 0 for t in labels)
+
+
+def test_trained_head_explorer_picture_at_slide_size_on_a_slide():
+    """12's static explorer: on a slide its picture fills the slide's picture area with slide-size text."""
+    import io
+
+    from PIL import Image
+
+    from helpers.widgets import TrainedHeadExplorer
+
+    with style.medium("notebook"):
+        small = TrainedHeadExplorer(layer=1, head=0, text="P J G C K A G C K A")
+    with style.medium("slide"):
+        ex = TrainedHeadExplorer(layer=1, head=0, text="P J G C K A G C K A")
+        width, height = Image.open(io.BytesIO(ex.image.value)).size
+        fig = ex._figure[0]
+        assert style.overlapping_texts(fig) == []
+        assert min(style.cap_heights(fig)) >= style.SLIDE_MIN_PT * style.SLIDE_DPI / 72 * style.CAP_RATIO - 0.1
+        assert max(width / (style.SLIDE_SIZE_IN[0] * style.SLIDE_DPI),
+                   height / (style.SLIDE_SIZE_IN[1] * style.SLIDE_DPI)) == pytest.approx(1.0, abs=0.01)
+        title = fig.axes[0].title.get_fontsize()
+        ex.controls["temperature"].value = 2.0  # an update keeps the slide's title size
+        assert fig.axes[0].title.get_fontsize() == title
+    assert Image.open(io.BytesIO(small.image.value)).size == (504, 417)  # the notebook's picture as before
