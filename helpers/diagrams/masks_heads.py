@@ -315,7 +315,8 @@ def heads_split_merge(n, d_model, num_heads):
             x = box(x, y, n, d_head, FILLS[part], label, edge=colours[k % 10], gid=f"{part}:{k}") + 0.08
         ends.append(x - 0.08)
     attended_x = max(ends) + 1.4
-    arrow(max(ends), mid, attended_x, mid, f"attend\n{shapes[2]}" if slide else f"attention\nin each head\n{shapes[2]}")
+    label = f"attend\n{shapes[2]}" if slide else f"attention\nin each head\n{shapes[2]}"
+    arrow(max(ends), mid, attended_x, mid, label)
     ends = [box(attended_x, y, n, d_head, colours[k % 10], (f"h{k + 1}" if slide else f"head {k + 1}") if h <= 4 else "",
                 gid=f"head:{k}", inside=slide) for k, y in enumerate(ys)]
     merged_x = max(ends) + 1.4
