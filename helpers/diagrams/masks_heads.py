@@ -317,8 +317,9 @@ def heads_split_merge(n, d_model, num_heads):
     attended_x = max(ends) + 1.4
     label = f"attend\n{shapes[2]}" if slide else f"attention\nin each head\n{shapes[2]}"
     arrow(max(ends), mid, attended_x, mid, label)
-    ends = [box(attended_x, y, n, d_head, colours[k % 10], (f"h{k + 1}" if slide else f"head {k + 1}") if h <= 4 else "",
-                gid=f"head:{k}", inside=slide) for k, y in enumerate(ys)]
+    names = [(f"h{k + 1}" if slide else f"head {k + 1}") if h <= 4 else "" for k in range(len(ys))]
+    ends = [box(attended_x, y, n, d_head, colours[k % 10], names[k], gid=f"head:{k}", inside=slide)
+            for k, y in enumerate(ys)]
     merged_x = max(ends) + 1.4
     arrow(max(ends), mid, merged_x, mid, f"merge\n{shapes[3]}" if slide else f"merge\n(concatenate)\n{shapes[3]}")
     right = box(merged_x, mid, n, d_model, "#9ecae1", "")
