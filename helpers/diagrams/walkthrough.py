@@ -1004,15 +1004,15 @@ def _lookup_sizes():
     """Font sizes (points) and the vertical unit of the lookup picture: the notebook's, or a slide's.
 
     On a slide (issue 32) every text is drawn at its slide size from the start (the smallest at
-    style.SLIDE_MIN_PT, the others as much larger as in the notebook), and the rows and gaps grow
-    with it, so that the weights, the key boxes and the values keep apart.
+    style.SLIDE_MIN_PT, the others a little larger), the columns make room for it, so that the
+    weights, the key boxes and the values keep apart, and the rows are as tight as the key boxes
+    allow: the slides leave the picture a short room.
     """
     sizes = dict(weight=8.5, small=9.0, caption=9.0, key=10.0, result=10.5, title=11.0, u=1.0, fan=1.1, blend=0.8,
-                 pitch=LOOKUP_PITCH)
-    if style.is_slide():
-        grow = style.SLIDE_MIN_PT - sizes["weight"]
-        sizes = {k: (v + grow if k not in ("u", "fan", "blend", "pitch") else v) for k, v in sizes.items()}
-        sizes.update(u=1.45, fan=0.8, pitch=0.56)
+                 pitch=LOOKUP_PITCH, head=0.67, header=0.3, foot=0.27, foot_base=0.55)
+    if style.is_slide():  # measured on deck 01's slides 2 and 14: the room is short, so rows are tight
+        sizes.update(weight=14.0, small=14.0, caption=14.0, key=15.0, result=15.5, title=16.0, u=1.2, fan=0.7,
+                     blend=0.6, pitch=0.42, head=0.72, header=0.33, foot=0.25, foot_base=0.66)
     return sizes
 
 
@@ -1036,13 +1036,12 @@ def _lookup_layout(query_label, keys, values, results, captions, titles, panels)
     right = out_x + max([_text_width(r, z["result"], "bold") for r in results]
                         + [_text_width(c, z["caption"], math=True) for c in captions]) + 0.15
     right = max(right, 0.1 + max(_text_width(t, z["title"]) for t in titles) + 0.1)
-    head = 0.67 * u  # the title and the "key"/"value" headers above the first row
-    foot = 0.55 * u
+    head = z["head"]  # the title and the "key"/"value" headers above the first row
     if m > 1:
-        pitch = float(np.clip((LOOKUP_HEIGHT / panels - head - 0.27 * u) / (m - 1), 0.3 * u, z["pitch"]))
+        pitch = float(np.clip((LOOKUP_HEIGHT / panels - head - z["foot"]) / (m - 1), 0.3 * u, z["pitch"]))
     else:
         pitch = z["pitch"]
-    height = head + (m - 1) * pitch + max(0.27 * u, foot - (m - 1) * pitch / 2)
+    height = head + (m - 1) * pitch + max(z["foot"], z["foot_base"] - (m - 1) * pitch / 2)
     return dict(query=0.1 + query_w / 2, query_w=query_w, fan_start=fan_start, fan_end=fan_end, weight=weight_x,
                 key=key_x, value=value_x, value_end=value_end, blend_start=blend_start, out=out_x, right=right,
                 pitch=pitch, height=height, head=head, sizes=z)
@@ -1066,8 +1065,8 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
     ax.set_ylim(0, top)
     ax.set_axis_off()
     ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=z["title"], gid="title")
-    ax.text(x["key"], top - 0.3 * u, "key", ha="center", va="top", fontsize=z["small"], color="#666666")
-    ax.text(x["value"], top - 0.3 * u, "value", ha="left", va="top", fontsize=z["small"], color="#666666")
+    ax.text(x["key"], top - z["header"], "key", ha="center", va="top", fontsize=z["small"], color="#666666")
+    ax.text(x["value"], top - z["header"], "value", ha="left", va="top", fontsize=z["small"], color="#666666")
     for j in range(m):
         w = float(weights[j])
         width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
