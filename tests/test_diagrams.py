@@ -571,3 +571,17 @@ def test_soft_lookup_on_a_slide_keeps_the_weights_off_the_key_boxes():
         caption = texts["caption"].get_window_extent()
         assert caption.x1 <= fig.bbox.x1  # not cut at the right edge
     render(fig)
+
+
+@pytest.mark.parametrize("weights", [None, [0.21, 0.21, 0.58]])
+def test_vectors_2d_on_a_slide_keeps_its_table_and_ticks_apart(weights):
+    from helpers import style
+
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with style.medium("slide"):
+        fig = diagrams.vectors_2d(x, ["cat", "sat", "mat"], query=2, weights=weights)
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    table = fig.axes[1]
+    assert table.get_xticks().size == 0 and table.get_yticks().size == 0  # an axes drawn off measures no ticks
+    render(fig)

@@ -916,7 +916,13 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                        f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
                        va="center", gid=f"arc_label:{j}")
     if q is not None:
-        plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+        plane.set_title("keys (blue), query (orange)" if style.is_slide()
+                        else f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+    if style.is_slide():  # issue 32: fewer ticks, none where the two axes meet
+        from matplotlib.ticker import MaxNLocator
+
+        plane.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        plane.yaxis.set_major_locator(MaxNLocator(nbins=4, prune="lower"))
 
     # ---- the table: |k|, angle, q·k, and the weights as bars
     if table is None:
@@ -924,13 +930,18 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     table.set_ylim(m - 0.4, -1.2)  # row j at y = j, the header at y = -1
     table.set_xlim(0, 1)
     table.set_axis_off()
+    table.set_xticks([])  # an axes drawn off has no ticks to draw; none to measure on a slide either
+    table.set_yticks([])
     header = dict(ha="center", va="center", fontsize=10, color="#555555", fontweight="bold")
     columns = {"key": 0.08}
+    dot_column = "q\u00b7k = |q| |k| cos \u03b8"
+    slide = style.is_slide()  # issue 32: at slide size the columns need more room, the long header less
     if q is not None:
-        columns.update({"|k|": 0.21, "\u03b8": 0.31, "q\u00b7k = |q| |k| cos \u03b8": 0.49})
-    bar_left = 0.66 if q is not None else 0.22
+        columns.update({"|k|": 0.25, "\u03b8": 0.40, dot_column: 0.54} if slide
+                       else {"|k|": 0.21, "\u03b8": 0.31, dot_column: 0.49})
+    bar_left = (0.68 if slide else 0.66) if q is not None else 0.22
     for name, x in columns.items():
-        table.text(x, -1, name, **header, parse_math=False)
+        table.text(x, -1, "q\u00b7k" if slide and name == dot_column else name, **header, parse_math=False)
     if weights is not None:
         table.text((bar_left + 0.98) / 2, -1, "weight", **header)
     nq = float(np.hypot(*q)) if q is not None else 0.0
@@ -950,7 +961,7 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
             angle = "\u2013"  # no angle with a zero vector
         table.text(columns["|k|"], j, _format(nk, 2), ha="center", va="center", fontsize=11, gid=f"norm:{j}")
         table.text(columns["\u03b8"], j, angle, ha="center", va="center", fontsize=11, gid=f"angle:{j}")
-        table.text(columns["q\u00b7k = |q| |k| cos \u03b8"], j, _format(dot, 2), ha="center", va="center",
+        table.text(columns[dot_column], j, _format(dot, 2), ha="center", va="center",
                    fontsize=11, fontweight="bold", gid=f"dot:{j}")
     if q is not None:
         table.text(0.5, m - 0.05, f"|q| = {_format(nq, 2)}  ('{query_label}')", ha="center", va="top",
@@ -968,6 +979,8 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
         table.plot([bar_left, bar_left], [-0.5, m - 0.5], color="#555555", linewidth=0.8)
     if q is not None or weights is not None:
         what = "weights" if q is None else f"the query '{query_label}' against each key"
+        if style.is_slide() and q is not None:
+            what = f"'{query_label}' against each key"
         table.set_title(what, fontsize=11)
     return fig
 
