@@ -585,3 +585,16 @@ def test_vectors_2d_on_a_slide_keeps_its_table_and_ticks_apart(weights):
     table = fig.axes[1]
     assert table.get_xticks().size == 0 and table.get_yticks().size == 0  # an axes drawn off measures no ticks
     render(fig)
+
+
+def test_kernel_view_on_a_slide_drops_the_bar_numbers_and_keeps_apart():
+    from helpers import style
+
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with style.medium("slide"):
+        fig = diagrams.kernel_view(x[0], x, ["cat", "sat", "mat"], query_label="cat")
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    assert all(not t.get_text()[0].isdigit() and not t.get_text().startswith(MINUS)
+               for ax in fig.axes for t in ax.texts)  # no number written on a bar
+    render(fig)

@@ -1351,9 +1351,10 @@ def kernel_view(query, keys, labels, *, query_label="q"):
 
     weights = {"dot": soft(terms["dot"]), "distance": soft(terms["distance"])}
 
+    slide = style.is_slide()  # issue 32: no number on each bar (the axis reads them), room for the legends
     fig = _new_figure((10.0, 3.6))
-    left = fig.add_axes((0.07, 0.3, 0.5, 0.58))
-    right = fig.add_axes((0.68, 0.3, 0.3, 0.58))
+    left = fig.add_axes((0.08, 0.44, 0.5, 0.46) if slide else (0.07, 0.3, 0.5, 0.58))
+    right = fig.add_axes((0.7, 0.44, 0.28, 0.46) if slide else (0.68, 0.3, 0.3, 0.58))
     names = {"dot": "q·k", "query": f"{MINUS}½|q|²", "key": f"{MINUS}½|k|²", "distance": f"{MINUS}½|q {MINUS} k|²"}
     width = 0.2
     for j in range(m):
@@ -1363,8 +1364,9 @@ def kernel_view(query, keys, labels, *, query_label="q"):
             left.bar(x, h, width * 0.9, color="white" if hollow else KERNEL_COLOURS[term],
                      edgecolor=KERNEL_COLOURS[term], linewidth=1.6 if hollow else 0.6,
                      label=names[term] if j == 0 else None, gid=f"term:{term}:{j}")
-            left.text(x, h + (0.04 if h >= 0 else -0.04), _format(h, 2), ha="center",
-                      va="bottom" if h >= 0 else "top", fontsize=8.5, color="#333333")
+            if not slide:
+                left.text(x, h + (0.04 if h >= 0 else -0.04), _format(h, 2), ha="center",
+                          va="bottom" if h >= 0 else "top", fontsize=8.5, color="#333333")
     left.axhline(0, color="#555555", linewidth=0.8)
     low = min(float(min(v.min() for v in terms.values())), 0.0)
     high = max(float(max(v.max() for v in terms.values())), 0.0)
@@ -1372,19 +1374,21 @@ def kernel_view(query, keys, labels, *, query_label="q"):
     left.set_ylim(low - pad, high + pad)
     left.set_xticks(range(m), labels)
     left.set_title(f"query '{query_label}': the score, term by term", fontsize=11)
-    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 if slide else -0.12), ncol=2 if slide else 4,
+                fontsize=9, frameon=False)
     for side in ("top", "right"):
         left.spines[side].set_visible(False)
     for t, (kind, colour) in enumerate((("dot", KERNEL_COLOURS["dot"]), ("distance", KERNEL_COLOURS["distance"]))):
         xs = np.arange(m) + (t - 0.5) * 0.38
         label = "softmax(q·k)" if kind == "dot" else f"softmax({MINUS}½|q {MINUS} k|²)"
         right.bar(xs, weights[kind], 0.36, color=colour, label=label, gid=f"weight:{kind}")
-        for x, w in zip(xs, weights[kind]):
+        for x, w in zip(xs, weights[kind]) if not slide else ():
             right.text(x, w + 0.02, _format(float(w), 2), ha="center", va="bottom", fontsize=8.5)
     right.set_ylim(0, 1.12)
     right.set_xticks(range(m), labels)
     right.set_title("the weights", fontsize=11)
-    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, fontsize=9, frameon=False)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 if slide else -0.12), ncol=1, fontsize=9,
+                 frameon=False)
     for side in ("top", "right"):
         right.spines[side].set_visible(False)
     fig.terms, fig.weights = terms, weights
