@@ -598,3 +598,20 @@ def test_kernel_view_on_a_slide_drops_the_bar_numbers_and_keeps_apart():
     assert all(not t.get_text()[0].isdigit() and not t.get_text().startswith(MINUS)
                for ax in fig.axes for t in ax.texts)  # no number written on a bar
     render(fig)
+
+
+def test_projection_flow_on_a_slide_names_the_features_once_and_keeps_apart():
+    from helpers import style
+
+    w_q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    w_v = np.array([[0.0], [0.0], [0.0], [1.0]])
+    features = ["noun", "adjective", "pronoun", "animal"]
+    with style.medium("slide"):
+        fig = diagrams.projection_flow(w_q, w_q, w_v, features, q_names=["asks: noun", "asks: adjective"],
+                                       k_names=["says: noun", "says: adjective"], v_names=["animal"])
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    written = [t.get_text() for t in fig.axes[0].texts]
+    assert written.count("adjective") == 1 and written.count("animal") == 2  # a feature once, "animal" also an output
+    assert min(t.get_fontsize() for t in fig.axes[0].texts) >= style.SLIDE_MIN_PT
+    render(fig)

@@ -1246,27 +1246,47 @@ def projection_flow(w_q, w_k, w_v, features, *, q_names=None, k_names=None, v_na
     colours = {"W_q": QUERY_COLOUR, "W_k": KEY_COLOUR, "W_v": VALUE_COLOUR}
 
     rows = max(d_in, *(len(o) for o in outs.values()))
-    fig = _new_figure((11.0, 0.55 * rows + 1.0))
+    slide = style.is_slide()
+    width = style.SLIDE_SIZE_IN[0] if slide else 11.0
+    sizes = (16.0, 15.0, 14.0) if slide else (12.0, 11.0, 10.0)  # titles, names, values
+    fig = _new_figure((width, 0.55 * rows + 1.0))
     ax = fig.add_axes([0.01, 0.02, 0.98, 0.96])
-    ax.set_xlim(0, 3 * 4.0)
     ax.set_ylim(rows - 0.4, -1.4)
     ax.set_axis_off()
+    if slide:  # issue 32: the features named once, at the left; each matrix its lines and its outputs, in inches
+        ax.set_xlim(0, width * 0.98)
+        feature_w = max(_text_width(f, sizes[1]) for f in features) + 0.1
+        out_w = {name: max(_text_width(o, sizes[1]) for o in outs[name]) + 0.1 for name in mats}
+        line = (width * 0.98 - 0.05 - feature_w - sum(out_w.values()) - 3 * 0.15) / 3
+        spans, x = [], 0.05 + feature_w
+        for name in mats:
+            spans.append((x, x + line))
+            x += line + out_w[name] + 0.15
+        for i, feat in enumerate(features):
+            ax.text(spans[0][0] - 0.08, i, feat, ha="right", va="center", fontsize=sizes[1])
+    else:
+        ax.set_xlim(0, 3 * 4.0)
+        spans = [(4.0 * p + 1.15, 4.0 * p + 2.75) for p in range(3)]
     flows = []
     for p, (name, w) in enumerate(mats.items()):
-        left, right = 4.0 * p + 1.15, 4.0 * p + 2.75
-        ax.text(4.0 * p + 1.95, -1.0, f"{name}: features \u2192 {name[-1]}", ha="center", va="bottom",
-                fontsize=12, weight="bold", color=colours[name])
-        for i, feat in enumerate(features):
-            ax.text(left - 0.08, i, feat, ha="right", va="center", fontsize=11)
+        left, right = spans[p]
+        if slide:
+            ax.text((left + right) / 2, -1.0, f"{name} \u2192 {name[-1]}", ha="center", va="bottom",
+                    fontsize=sizes[0], weight="bold", color=colours[name])
+        else:
+            ax.text(4.0 * p + 1.95, -1.0, f"{name}: features \u2192 {name[-1]}", ha="center", va="bottom",
+                    fontsize=12, weight="bold", color=colours[name])
+            for i, feat in enumerate(features):
+                ax.text(left - 0.08, i, feat, ha="right", va="center", fontsize=11)
         for c, out in enumerate(outs[name]):
-            ax.text(right + 0.08, c, out, ha="left", va="center", fontsize=11, color=colours[name])
+            ax.text(right + 0.08, c, out, ha="left", va="center", fontsize=sizes[1], color=colours[name])
         for i, c in zip(*np.nonzero(w)):
             value = float(w[i, c])
             ax.plot([left, right], [i, c], color=colours[name], lw=FLOW_WIDTH * abs(value) / largest,
                     solid_capstyle="butt", gid=f"flow {name} {i} {c}")
             t = 0.35
             ax.text(left + t * (right - left), i + t * (c - i), _format(value, decimals), ha="center",
-                    va="center", fontsize=10, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+                    va="center", fontsize=sizes[2], bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
             flows.append((name, features[i], outs[name][c], value))
     fig.flows = flows
 
