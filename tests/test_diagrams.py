@@ -615,3 +615,19 @@ def test_projection_flow_on_a_slide_names_the_features_once_and_keeps_apart():
     assert written.count("adjective") == 1 and written.count("animal") == 2  # a feature once, "animal" also an output
     assert min(t.get_fontsize() for t in fig.axes[0].texts) >= style.SLIDE_MIN_PT
     render(fig)
+
+
+def test_vectors_2d_on_a_slide_spaces_a_column_of_labels():
+    from helpers import style
+
+    rng = np.random.default_rng(0)
+    keys = np.abs(rng.normal(size=(6, 2)))
+    tokens = ["Your", "journey", "starts", "with", "one", "step"]
+    with style.medium("slide"):
+        fig = diagrams.vectors_2d(keys, tokens, query=keys[1] * 1.1, query_label="journey (query)")
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    labels = artists(fig, "label:")
+    assert len(labels) == 7 and all("\n" not in t.get_text() for t in labels.values())  # none had to be wrapped
+    assert len(artists(fig, "leader:label:")) == 7
+    render(fig)

@@ -708,6 +708,7 @@ def _place_labels(tips, reach):
 
 
 LABEL_PITCH = 15.0  # points between the labels of a column (11-point text)
+SLIDE_LABEL_PITCH = 22.0  # on a slide the 11-point labels are drawn at 16 points (style.fit_for_slide)
 
 
 def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach):
@@ -720,24 +721,32 @@ def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach
 
     # the query's label in the darker orange of text (4.5:1 or more), its arrow in QUERY_COLOUR
     colours = [QUERY_TEXT_COLOUR if c == QUERY_COLOUR else c for c in colours]
+    pitch = SLIDE_LABEL_PITCH if style.is_slide() else LABEL_PITCH
     drawn = []
     if column:
         rows = len(tips)
         order = sorted(range(rows), key=lambda j: (-tips[j, 1], j))  # the highest tip first
         anchor = (float(tips[:, 0].max() + 0.35 * reach), float(np.mean(tips[:, 1])))
         for k, j in enumerate(order):
-            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * LABEL_PITCH,
+            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * pitch,
                                 units="points")
+            leader = dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)
+            if style.is_slide():  # the label and its leader line apart: a label's box then holds its text alone
+                plane.annotate("", xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift,
+                               arrowprops=leader, gid=f"leader:{gids[j]}")
+                drawn.append(plane.text(*anchor, names[j], transform=shift, ha="left", va="center", fontsize=11,
+                                        color=colours[j], fontweight="bold", parse_math=False, gid=gids[j]))
+                continue
             drawn.append(plane.annotate(
                 names[j], xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift, ha="left", va="center",
                 fontsize=11, color=colours[j], fontweight="bold", parse_math=False, gid=gids[j],
-                arrowprops=dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)))
+                arrowprops=leader))
         return [drawn[order.index(j)] for j in range(rows)]
     for j, (tip, name, colour) in enumerate(zip(tips, names, colours)):
         norm = float(np.hypot(*tip))
         u = tip / norm if norm > 0 else np.array([0.0, 1.0])
         drawn.append(plane.annotate(
-            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - LABEL_PITCH * stack[j]),
+            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - pitch * stack[j]),
             textcoords="offset points", ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
             va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
             fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gids[j]))
@@ -921,8 +930,8 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     if style.is_slide():  # issue 32: fewer ticks, none where the two axes meet
         from matplotlib.ticker import MaxNLocator
 
-        plane.xaxis.set_major_locator(MaxNLocator(nbins=4))
-        plane.yaxis.set_major_locator(MaxNLocator(nbins=4, prune="lower"))
+        plane.xaxis.set_major_locator(MaxNLocator(nbins=3))
+        plane.yaxis.set_major_locator(MaxNLocator(nbins=3, prune="lower"))
 
     # ---- the table: |k|, angle, q·k, and the weights as bars
     if table is None:
@@ -936,19 +945,26 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     columns = {"key": 0.08}
     dot_column = "q\u00b7k = |q| |k| cos \u03b8"
     slide = style.is_slide()  # issue 32: at slide size the columns need more room, the long header less
+    # on a slide the keys are written from the table's left edge, the columns after the longest (the
+    # table is about 4.3 in wide there: 12 in of figure shown at 8.8 in, 1.15 / 2.15 of it)
+    key_end = (max(_text_width(t, 15.0) for t in labels) + 0.1) / 4.3 if slide else 0.0
+    if slide:
+        columns["key"] = 0.0
+    first = max(0.25, key_end + 0.08)
     if q is not None:
-        columns.update({"|k|": 0.25, "\u03b8": 0.40, dot_column: 0.54} if slide
+        columns.update({"|k|": first, "\u03b8": first + 0.15, dot_column: first + 0.29} if slide
                        else {"|k|": 0.21, "\u03b8": 0.31, dot_column: 0.49})
-    bar_left = (0.68 if slide else 0.66) if q is not None else 0.22
+    bar_left = (first + 0.43 if slide else 0.66) if q is not None else (max(0.22, key_end + 0.05) if slide else 0.22)
     for name, x in columns.items():
-        table.text(x, -1, "q\u00b7k" if slide and name == dot_column else name, **header, parse_math=False)
+        table.text(x, -1, "q\u00b7k" if slide and name == dot_column else name, parse_math=False,
+                   **{**header, **({"ha": "left"} if slide and name == "key" else {})})
     if weights is not None:
         table.text((bar_left + 0.98) / 2, -1, "weight", **header)
     nq = float(np.hypot(*q)) if q is not None else 0.0
     for j, (vec, label) in enumerate(zip(vectors, labels)):
         if j % 2 == 0:
             table.axhspan(j - 0.5, j + 0.5, color="#f4f4f4", zorder=0)
-        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11,
+        table.text(columns["key"], j, label, ha="left" if slide else "center", va="center", fontsize=11,
                    color=QUERY_TEXT_COLOUR if colours[j] == QUERY_COLOUR else colours[j],
                    parse_math=False, gid=f"key:{j}")
         if q is None:
