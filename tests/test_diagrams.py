@@ -480,3 +480,154 @@ def test_soft_lookup_fits_a_slide_and_no_line_meets_a_text():
 def test_soft_lookup_rejects_bad_input(keys, values, weights, kwargs, message):
     with pytest.raises(ValueError, match=message):
         diagrams.soft_lookup("q", keys, values, weights, **kwargs)
+
+
+# ----------------------------------------------------------------------------- pipeline on a slide (issue 32)
+
+SLIDE_ROW = {1: {"Q", "K^T", "scores"}, 2: {"scores", "scaled"}, 3: {"scaled", "weights"}, 4: {"weights", "V", "out"}}
+
+
+def slide_pipeline(*args, **kwargs):
+    from helpers import style
+
+    with style.medium("slide"):
+        fig = diagrams.pipeline(*args, **kwargs)
+        style.fit_for_slide(fig)
+    return fig
+
+
+def boxes_of(fig):
+    return {gid[4:] for gid in artists(fig, "box:")}
+
+
+@pytest.mark.parametrize("lit", [1, 2, 3, 4])
+def test_pipeline_on_a_slide_shows_the_lit_step_with_readable_numbers(happy, lit):
+    from helpers import style
+
+    x, tokens = happy
+    fig = slide_pipeline(x, x, x, tokens, lit=lit)
+    assert boxes_of(fig) == SLIDE_ROW[lit]
+    assert style.overlapping_texts(fig) == []
+    texts = [t for t in fig.axes[0].texts if t.get_visible()]
+    assert min(t.get_fontsize() for t in texts) >= style.SLIDE_MIN_PT
+    # every cell of the boxes shown holds its number, the computation's
+    values = [t for t in texts if str(t.get_gid()).startswith("value:")]
+    assert len(values) == 9 * len(SLIDE_ROW[lit])
+    if lit >= 3:
+        expected = softmax_rows(x @ x.T / math.sqrt(x.shape[1]))
+        np.testing.assert_allclose(matrix_in(fig, "weights", (3, 3)), expected, atol=0.006)
+    assert fig.get_size_inches()[0] <= style.SLIDE_SIZE_IN[0] + 1e-9
+    assert fig.get_size_inches()[1] <= style.SLIDE_SIZE_IN[1] + 1e-9
+    assert f"Step {lit}" in figures.description(fig) and "is shown" in figures.description(fig)
+    render(fig)
+
+
+@pytest.mark.parametrize("shape", [(3, 3, 3), (6, 6, 3), (2, 5, 4), (3, 7, 4)])
+def test_pipeline_on_a_slide_unlit_has_no_collisions(shape):
+    from helpers import style
+
+    n, m, d = shape
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, d))
+    tokens = ([f"q{i}" for i in range(n)], [f"key{j}" for j in range(m)])
+    mask = np.tril(np.ones((n, m), bool), m - n) if n < m else None
+    fig = slide_pipeline(q, k, v, tokens, mask=mask, decimals=1 if mask is not None else 2)
+    assert boxes_of(fig) == {"Q", "K^T", "scores", "scaled", "weights", "V", "out"}
+    assert style.overlapping_texts(fig) == []
+    assert min(style.cap_heights(fig)) >= style.SLIDE_MIN_PT * style.SLIDE_DPI / 72 * style.CAP_RATIO - 0.1
+    for artist in artists(fig, "value:").values():  # the few numbers left sit inside their cells
+        assert artist.get_visible()
+    render(fig)
+
+
+def test_pipeline_on_a_slide_leaves_the_notebook_figure_alone(happy):
+    x, tokens = happy
+    fig = diagrams.pipeline(x, x, x, tokens, lit=2)
+    assert boxes_of(fig) == {"Q", "K^T", "scores", "scaled", "weights", "V", "out"}
+    assert "greyed out" in figures.description(fig)
+
+
+def test_soft_lookup_on_a_slide_keeps_the_weights_off_the_key_boxes():
+    from helpers import style
+
+    values = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.5]])
+    weights = np.array([0.09, 0.67, 0.24])
+    with style.medium("slide"):
+        fig = diagrams.soft_lookup("bank", ["the", "river", "bank"], values, weights, hard_index=2)
+        style.fit_for_slide(fig)
+    fig.canvas.draw()
+    assert style.overlapping_texts(fig) == []
+    width, height = fig.get_size_inches()
+    assert width <= style.SLIDE_SIZE_IN[0] and height <= style.SLIDE_SIZE_IN[1]
+    for ax in fig.axes:
+        texts = {str(t.get_gid()): t for t in ax.texts}
+        for j in range(3):
+            weight = texts[f"weight:{j}"].get_window_extent()
+            key = texts[f"key:{j}"]
+            box = key.get_bbox_patch().get_window_extent()
+            value = texts[f"value:{j}"].get_window_extent()
+            assert weight.x1 < box.x0, (j, weight.x1, box.x0)  # the weight ends before its key's box
+            assert box.x1 < value.x0
+        caption = texts["caption"].get_window_extent()
+        assert caption.x1 <= fig.bbox.x1  # not cut at the right edge
+    render(fig)
+
+
+@pytest.mark.parametrize("weights", [None, [0.21, 0.21, 0.58]])
+def test_vectors_2d_on_a_slide_keeps_its_table_and_ticks_apart(weights):
+    from helpers import style
+
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with style.medium("slide"):
+        fig = diagrams.vectors_2d(x, ["cat", "sat", "mat"], query=2, weights=weights)
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    table = fig.axes[1]
+    assert table.get_xticks().size == 0 and table.get_yticks().size == 0  # an axes drawn off measures no ticks
+    render(fig)
+
+
+def test_kernel_view_on_a_slide_drops_the_bar_numbers_and_keeps_apart():
+    from helpers import style
+
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with style.medium("slide"):
+        fig = diagrams.kernel_view(x[0], x, ["cat", "sat", "mat"], query_label="cat")
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    assert all(not t.get_text()[0].isdigit() and not t.get_text().startswith(MINUS)
+               for ax in fig.axes for t in ax.texts)  # no number written on a bar
+    render(fig)
+
+
+def test_projection_flow_on_a_slide_names_the_features_once_and_keeps_apart():
+    from helpers import style
+
+    w_q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    w_v = np.array([[0.0], [0.0], [0.0], [1.0]])
+    features = ["noun", "adjective", "pronoun", "animal"]
+    with style.medium("slide"):
+        fig = diagrams.projection_flow(w_q, w_q, w_v, features, q_names=["asks: noun", "asks: adjective"],
+                                       k_names=["says: noun", "says: adjective"], v_names=["animal"])
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    written = [t.get_text() for t in fig.axes[0].texts]
+    assert written.count("adjective") == 1 and written.count("animal") == 2  # a feature once, "animal" also an output
+    assert min(t.get_fontsize() for t in fig.axes[0].texts) >= style.SLIDE_MIN_PT
+    render(fig)
+
+
+def test_vectors_2d_on_a_slide_spaces_a_column_of_labels():
+    from helpers import style
+
+    rng = np.random.default_rng(0)
+    keys = np.abs(rng.normal(size=(6, 2)))
+    tokens = ["Your", "journey", "starts", "with", "one", "step"]
+    with style.medium("slide"):
+        fig = diagrams.vectors_2d(keys, tokens, query=keys[1] * 1.1, query_label="journey (query)")
+        style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    labels = artists(fig, "label:")
+    assert len(labels) == 7 and all("\n" not in t.get_text() for t in labels.values())  # none had to be wrapped
+    assert len(artists(fig, "leader:label:")) == 7
+    render(fig)

@@ -104,6 +104,17 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2, lit=Non
         is drawn as one image (gid ``"cells:<name>"``), without numbers.
         With ``lit``, every artist of the other steps has alpha 0.15.
 
+    On a slide (``style.is_slide()``, issue 32) the figure is drawn for the slide's
+    picture area instead, every text at 14 points and none overlapping another, with
+    the same gids: with ``lit`` only that step and the box it starts from (1: Q, K^T,
+    scores; 2: scores, scaled; 3: scaled (or scores), weights; 4: weights, V, out),
+    their cells as large as the slide allows so that their numbers can be read;
+    without ``lit`` all the stages on one row, at most 3.5 in tall. A
+    matrix whose numbers do not fit its cells at 14 points shows its colours, the
+    weights (and, with ``lit``, the scores) a few labelled cells: each row's largest.
+    The operators read "softmax per row" (or "mask, softmax"); the weights' note
+    "each row sums to 1" is left to the notebook.
+
     Examples
     --------
     >>> import matplotlib.pyplot as plt
@@ -157,6 +168,11 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2, lit=Non
     masked_stages = {"scores", "scaled", "weights"} if mask is not None else set()
     if mask is not None and not scale:
         masked_stages = {"scores", "weights"}
+
+    if style.is_slide():
+        fig, shown = _pipeline_slide(stages, masked_stages, mask, query_tokens, key_tokens, decimals, lit)
+        _describe_pipeline(fig, q, v, weights, query_tokens, key_tokens, mask, scale, lit, shown)
+        return fig
 
     # Layout in inches: boxes of equal square cells, gaps wide enough for the labels.
     def gap(op, label):
@@ -275,6 +291,13 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2, lit=Non
         x += g
     if lit is not None:
         _grey_other_steps(ax, [s[0] for s in stages], lit)
+    _describe_pipeline(fig, q, v, weights, query_tokens, key_tokens, mask, scale, lit, None)
+    return fig
+
+
+def _describe_pipeline(fig, q, v, weights, query_tokens, key_tokens, mask, scale, lit, shown):
+    n, d_k = q.shape
+    m, d_v = v.shape
     top = np.unravel_index(int(np.argmax(weights)), weights.shape)
     qt = query_tokens or [str(i) for i in range(n)]
     kt = key_tokens or [str(j) for j in range(m)]
@@ -286,8 +309,221 @@ def pipeline(q, k, v, tokens=None, *, scale=True, mask=None, decimals=2, lit=Non
         + (f", {int((~mask).sum())} masked cells" if mask is not None else "")
         + f"; softmax of each row gives the weights; weights times V ({m}×{d_v}) give the output ({n}×{d_v}). "
         + f"Largest weight {figures.number(weights[top])}, {qt[top[0]]} to {kt[top[1]]}."
-        + (f" Step {lit} ({STEPS[lit]}) is drawn in full; the other steps are greyed out." if lit else "")))
-    return fig
+        + (f" Step {lit} ({STEPS[lit]}) is drawn in full; the other steps are greyed out."
+           if lit and shown is None else "")
+        + (f" Step {lit} ({STEPS[lit]}) is shown: {shown}." if lit and shown is not None else "")))
+
+
+SLIDE_PT = 14.0  # every text of the slide variant: the slide medium's floor (style.SLIDE_MIN_PT)
+# At most this tall (inches at 100 dpi): the decks' slides leave a picture about 3.5 in (measured: deck 04's
+# slide 4 showed a 4.25 in pipeline at 0.84 of its size, its text under the 13 px median).
+SLIDE_PIPELINE_HEIGHT_IN = 3.5
+SLIDE_TITLES = {"Q": "Q", "K^T": "K\u1d40", "scores": "scores", "scaled": "scaled", "weights": "weights",
+                "V": "V", "out": "out"}
+
+
+def _slide_stages(names, lit):
+    """Which stages a slide shows, row by row: the lit step with the box it starts from, else all on one row.
+
+    One row, not two: a slide often leaves its picture a short, wide room (measured on deck 05's slide 2,
+    about 230 px of 760), and a two-row picture shown there had its text at 6 px.
+    """
+    if lit is None:
+        return [list(range(len(names)))]
+    own = [k for k, name in enumerate(names) if STAGE_STEP[name] == lit]
+    return [([own[0] - 1] if lit != 1 else []) + own]
+
+
+def _op_label(label, masked):
+    if label.startswith("softmax") or label.startswith("mask"):
+        return "mask,\nsoftmax" if masked else "softmax\nper row"
+    return label
+
+
+def _pipeline_slide(stages, masked_stages, mask, query_tokens, key_tokens, decimals, lit):
+    """The pipeline for a slide (issue 32): fewer, larger boxes, every text at 14 points, none overlapping.
+
+    With ``lit`` only that step is drawn, with the box it starts from (1: Q x K^T = scores;
+    2: scores -> scaled; 3: scaled -> weights; 4: weights x V = out), its cells as large as the
+    slide allows (at most SLIDE_PIPELINE_HEIGHT_IN tall), so their numbers can be read. Without ``lit``
+    every stage is drawn on one row, the key tokens over the weights only, where they fit.
+    A matrix whose numbers do not fit its cells at 14 points shows its colours only; the weights
+    (and with ``lit`` the scores) then keep a few labelled cells: each row's largest, where it fits
+    its cell. Returns the figure and a phrase naming the boxes shown.
+    """
+    import matplotlib as mpl
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    names = [s[0] for s in stages]
+    rows_of = _slide_stages(names, lit)
+    size = SLIDE_PT
+    width_in, height_in = style.SLIDE_SIZE_IN
+    line = size * 1.25 / 72  # inches of one line of 14-point text
+    texts = {}
+    for name, matrix, *_ in stages:
+        for (i, j), value in np.ndenumerate(matrix):
+            if name in masked_stages and not mask[i, j]:
+                texts[name, i, j] = f"{MINUS}\u221e" if name != "weights" else "0"
+            else:
+                texts[name, i, j] = _format(value, decimals)
+    number_w = {name: max(_text_width(texts[name, i, j], size) for (i, j) in np.ndindex(matrix.shape))
+                for name, matrix, *_ in stages}
+    titles = {name: SLIDE_TITLES[name] for name in names}
+    masked = mask is not None
+
+    def gap(index):
+        op, label = stages[index][4], _op_label(stages[index][5], masked)
+        if op == "times":
+            return 0.45
+        return max(0.55, max(_text_width(s, size) for s in label.split("\n")) + 0.2) if label else 0.55
+
+    def key_band(cell):
+        """(height of the key tokens' band, rotated?) for cells of ``cell`` inches; None: no room for them."""
+        if not key_tokens:
+            return 0.0, False
+        widest = max(_text_width(t, size) for t in key_tokens)
+        if widest <= 0.95 * cell:
+            return line, False
+        if cell >= line:
+            return widest + 0.08, True
+        return None
+
+    keyed_names = ("weights",) if lit is None else ("K^T", "weights")
+
+    def keyed(index, row):
+        """Whether stage ``index`` of ``row`` carries the key tokens over its columns."""
+        name, matrix = stages[index][:2]
+        if not key_tokens or matrix.shape[1] != len(key_tokens):
+            return False
+        if name in keyed_names:
+            return True
+        return lit is not None and not any(names[i] in keyed_names for i in row) and index == min(
+            i for i in row if stages[i][1].shape[1] == len(key_tokens))
+
+    def row_band(cell, row):
+        band = key_band(cell)
+        return band if band and any(keyed(i, row) for i in row) else (0.0, False)
+
+    def layout(cell):
+        heights, widths = [], []
+        for r, row in enumerate(rows_of):
+            w = 0.1 + (gap(row[0] - 1) if r > 0 else 0.0)
+            first = stages[row[0]]
+            if query_tokens and first[1].shape[0] == len(query_tokens) and first[0] != "K^T" and cell >= line:
+                w += max(_text_width(t, size) for t in query_tokens) + 0.12
+            for k, index in enumerate(row):
+                name, matrix = stages[index][:2]
+                w += max(matrix.shape[1] * cell, _text_width(titles[name], size + 1, "bold"),
+                         _text_width(f"({matrix.shape[0]}, {matrix.shape[1]})", size))
+                if k + 1 < len(row):
+                    w += gap(index)
+            widths.append(w + 0.1)
+            tallest = max(stages[index][1].shape[0] for index in row)
+            heights.append(line + 0.1 + row_band(cell, row)[0] + tallest * cell + 0.08 + line + 0.1)
+        return widths, heights
+
+    cell = 0.9
+    while cell > 0.05:
+        widths, heights = layout(cell)
+        if max(widths) <= width_in and sum(heights) <= SLIDE_PIPELINE_HEIGHT_IN:
+            break
+        cell -= 0.01
+    widths, heights = layout(cell)
+    fig_h = sum(heights)
+    fig = _new_figure((width_in, fig_h))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width_in)
+    ax.set_ylim(0, fig_h)
+    ax.set_axis_off()
+    purples = mpl.colormaps["Purples"]
+    top_of_row = fig_h
+    for r, row in enumerate(rows_of):
+        tallest = max(stages[index][1].shape[0] for index in row)
+        band = row_band(cell, row)
+        title_y = top_of_row - 0.05 - line
+        mid = title_y - 0.1 - band[0] - tallest * cell / 2
+        x = (width_in - widths[r]) / 2 + 0.1
+        if r > 0:  # the arrow that leads into this row, from the last box of the row above
+            g = gap(row[0] - 1)
+            ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>", mutation_scale=16,
+                                         color="#333333", linewidth=1.4, gid=f"arrow:{names[row[0] - 1]}"))
+            label = _op_label(stages[row[0] - 1][5], masked)
+            if label:
+                ax.text(x + g / 2, mid + 0.08, label, ha="center", va="bottom", fontsize=size, color="#333333",
+                        linespacing=1.05, gid=f"op:{names[row[0] - 1]}")
+            x += g
+        first = stages[row[0]]
+        if query_tokens and first[1].shape[0] == len(query_tokens) and first[0] != "K^T" and cell >= line:
+            x += max(_text_width(t, size) for t in query_tokens) + 0.12
+        for k, index in enumerate(row):
+            name, matrix, fill, _, op, label = stages[index]
+            rows, cols = matrix.shape
+            slot = max(cols * cell, _text_width(titles[name], size + 1, "bold"),
+                       _text_width(f"({rows}, {cols})", size))
+            x0 = x + (slot - cols * cell) / 2
+            y0, y1 = mid - rows * cell / 2, mid + rows * cell / 2
+            blocked = (~mask) if name in masked_stages else np.zeros(matrix.shape, dtype=bool)
+            if fill is None:
+                colours = purples(0.08 + 0.72 * np.clip(np.nan_to_num(matrix), 0, 1))
+            else:
+                colours = np.broadcast_to(to_rgba(fill), (rows, cols, 4)).copy()
+            colours[blocked] = to_rgba("#d9d9d9")
+            fits = number_w[name] <= 0.92 * cell and cell >= line
+            labelled = set(np.ndindex(matrix.shape)) if fits else set()
+            few = ("weights",) if lit is None else ("scores", "scaled", "weights")
+            if not fits and name in few and cell >= line:  # a few labelled cells: each row's largest, if it fits
+                best = [(i, int(np.argmax(np.where(blocked[i], -np.inf, matrix[i])))) for i in range(rows)]
+                labelled = {(i, j) for i, j in best if _text_width(texts[name, i, j], size) <= cell}
+            grid = cell * 72 >= 4
+            for (i, j), value in np.ndenumerate(matrix):
+                cx, cy = x0 + j * cell, y1 - (i + 1) * cell
+                hatched = bool(blocked[i, j])
+                if rows * cols <= CELLS_MAX:
+                    ax.add_patch(Rectangle(
+                        (cx, cy), cell, cell, facecolor=colours[i, j], edgecolor="white" if grid else colours[i, j],
+                        linewidth=0.8 if grid else 0, hatch="///" if hatched else None,
+                        gid=f"masked:{name}:{i}:{j}" if hatched else f"cell:{name}:{i}:{j}"))
+                if (i, j) in labelled:
+                    dark = not plots._light(colours[i, j])
+                    ax.text(cx + cell / 2, cy + cell / 2, texts[name, i, j], ha="center", va="center",
+                            fontsize=size, color="white" if dark else "#222222", gid=f"value:{name}:{i}:{j}")
+            if rows * cols > CELLS_MAX:
+                ax.imshow(colours, extent=(x0, x0 + cols * cell, y0, y1), interpolation="nearest", aspect="auto",
+                          gid=f"cells:{name}")
+            ax.add_patch(Rectangle((x0, y0), cols * cell, rows * cell, fill=False, edgecolor="#333333",
+                                   linewidth=1.4, gid=f"box:{name}"))
+            ax.text(x0 + cols * cell / 2, y0 - 0.08, f"({rows}, {cols})", ha="center", va="top", fontsize=size,
+                    color="#555555", gid=f"shape:{name}")
+            ax.text(x0 + cols * cell / 2, title_y, titles[name], ha="center", va="bottom", fontsize=size + 1,
+                    fontweight="bold", color="#222222", gid=f"title:{name}")
+            if band[0] and keyed(index, row):
+                for j, token in enumerate(key_tokens):
+                    ax.text(x0 + (j + 0.5) * cell, y1 + 0.06, token, ha="center", va="bottom",
+                            rotation=90 if band[1] else 0, fontsize=size, color=KEY_COLOUR, parse_math=False,
+                            gid=f"token:{name}:{j}")
+            if k == 0 and query_tokens and rows == len(query_tokens) and name != "K^T" and cell >= line:
+                for i, token in enumerate(query_tokens):
+                    ax.text(x0 - 0.08, y1 - (i + 0.5) * cell, token, ha="right", va="center", fontsize=size,
+                            color=QUERY_TEXT_COLOUR, parse_math=False, gid=f"token:{name}:{i}")
+            x += slot
+            if k + 1 == len(row):
+                break
+            g = gap(index)
+            if op == "times":
+                ax.text(x + g / 2, mid, "\u00d7", ha="center", va="center", fontsize=size + 4, color="#333333",
+                        gid=f"op:{name}")
+            else:
+                ax.add_patch(FancyArrowPatch((x + 0.06, mid), (x + g - 0.06, mid), arrowstyle="-|>",
+                                             mutation_scale=16, color="#333333", linewidth=1.4, gid=f"arrow:{name}"))
+                text = _op_label(label, masked)
+                if text:
+                    ax.text(x + g / 2, mid + 0.08, text, ha="center", va="bottom", fontsize=size, color="#333333",
+                            linespacing=1.05, gid=f"op:{name}")
+            x += g
+        top_of_row -= heights[r]
+    shown = " then ".join(", ".join(SLIDE_TITLES[names[i]] for i in row) for row in rows_of)
+    return fig, shown
 
 
 def _grey_other_steps(ax, names, lit):
@@ -482,6 +718,7 @@ def _place_labels(tips, reach):
 
 
 LABEL_PITCH = 15.0  # points between the labels of a column (11-point text)
+SLIDE_LABEL_PITCH = 22.0  # on a slide the 11-point labels are drawn at 16 points (style.fit_for_slide)
 
 
 def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach):
@@ -494,24 +731,32 @@ def _draw_labels(plane, tips, names, colours, gids, places, stack, column, reach
 
     # the query's label in the darker orange of text (4.5:1 or more), its arrow in QUERY_COLOUR
     colours = [QUERY_TEXT_COLOUR if c == QUERY_COLOUR else c for c in colours]
+    pitch = SLIDE_LABEL_PITCH if style.is_slide() else LABEL_PITCH
     drawn = []
     if column:
         rows = len(tips)
         order = sorted(range(rows), key=lambda j: (-tips[j, 1], j))  # the highest tip first
         anchor = (float(tips[:, 0].max() + 0.35 * reach), float(np.mean(tips[:, 1])))
         for k, j in enumerate(order):
-            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * LABEL_PITCH,
+            shift = offset_copy(plane.transData, fig=plane.figure, x=0, y=((rows - 1) / 2 - k) * pitch,
                                 units="points")
+            leader = dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)
+            if style.is_slide():  # the label and its leader line apart: a label's box then holds its text alone
+                plane.annotate("", xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift,
+                               arrowprops=leader, gid=f"leader:{gids[j]}")
+                drawn.append(plane.text(*anchor, names[j], transform=shift, ha="left", va="center", fontsize=11,
+                                        color=colours[j], fontweight="bold", parse_math=False, gid=gids[j]))
+                continue
             drawn.append(plane.annotate(
                 names[j], xy=(tips[j, 0], tips[j, 1]), xytext=anchor, textcoords=shift, ha="left", va="center",
                 fontsize=11, color=colours[j], fontweight="bold", parse_math=False, gid=gids[j],
-                arrowprops=dict(arrowstyle="-", color=colours[j], linewidth=0.6, alpha=0.6, shrinkA=2, shrinkB=2)))
+                arrowprops=leader))
         return [drawn[order.index(j)] for j in range(rows)]
     for j, (tip, name, colour) in enumerate(zip(tips, names, colours)):
         norm = float(np.hypot(*tip))
         u = tip / norm if norm > 0 else np.array([0.0, 1.0])
         drawn.append(plane.annotate(
-            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - LABEL_PITCH * stack[j]),
+            name, xy=(tip[0], tip[1]), xytext=(9 * u[0], 9 * u[1] - pitch * stack[j]),
             textcoords="offset points", ha="left" if u[0] > 0.3 else "right" if u[0] < -0.3 else "center",
             va="bottom" if u[1] > 0.3 else "top" if u[1] < -0.3 else "center",
             fontsize=11, color=colour, fontweight="bold", parse_math=False, gid=gids[j]))
@@ -690,7 +935,13 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
                        f"\u03b8 {abs(sweep):.0f}\u00b0", fontsize=8.5, color=KEY_COLOUR, ha="center",
                        va="center", gid=f"arc_label:{j}")
     if q is not None:
-        plane.set_title(f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+        plane.set_title("keys (blue), query (orange)" if style.is_slide()
+                        else f"keys (blue) and the query '{query_label}' (orange)", fontsize=11)
+    if style.is_slide():  # issue 32: fewer ticks, none where the two axes meet
+        from matplotlib.ticker import MaxNLocator
+
+        plane.xaxis.set_major_locator(MaxNLocator(nbins=3))
+        plane.yaxis.set_major_locator(MaxNLocator(nbins=3, prune="lower"))
 
     # ---- the table: |k|, angle, q·k, and the weights as bars
     if table is None:
@@ -698,20 +949,32 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
     table.set_ylim(m - 0.4, -1.2)  # row j at y = j, the header at y = -1
     table.set_xlim(0, 1)
     table.set_axis_off()
+    table.set_xticks([])  # an axes drawn off has no ticks to draw; none to measure on a slide either
+    table.set_yticks([])
     header = dict(ha="center", va="center", fontsize=10, color="#555555", fontweight="bold")
     columns = {"key": 0.08}
+    dot_column = "q\u00b7k = |q| |k| cos \u03b8"
+    slide = style.is_slide()  # issue 32: at slide size the columns need more room, the long header less
+    # on a slide the keys are written from the table's left edge, the columns after the longest (the
+    # table is about 4.3 in wide there: 12 in of figure shown at 8.8 in, 1.15 / 2.15 of it)
+    key_end = (max(_text_width(t, 15.0) for t in labels) + 0.1) / 4.3 if slide else 0.0
+    if slide:
+        columns["key"] = 0.0
+    first = max(0.25, key_end + 0.08)
     if q is not None:
-        columns.update({"|k|": 0.21, "\u03b8": 0.31, "q\u00b7k = |q| |k| cos \u03b8": 0.49})
-    bar_left = 0.66 if q is not None else 0.22
+        columns.update({"|k|": first, "\u03b8": first + 0.15, dot_column: first + 0.29} if slide
+                       else {"|k|": 0.21, "\u03b8": 0.31, dot_column: 0.49})
+    bar_left = (first + 0.43 if slide else 0.66) if q is not None else (max(0.22, key_end + 0.05) if slide else 0.22)
     for name, x in columns.items():
-        table.text(x, -1, name, **header, parse_math=False)
+        table.text(x, -1, "q\u00b7k" if slide and name == dot_column else name, parse_math=False,
+                   **{**header, **({"ha": "left"} if slide and name == "key" else {})})
     if weights is not None:
         table.text((bar_left + 0.98) / 2, -1, "weight", **header)
     nq = float(np.hypot(*q)) if q is not None else 0.0
     for j, (vec, label) in enumerate(zip(vectors, labels)):
         if j % 2 == 0:
             table.axhspan(j - 0.5, j + 0.5, color="#f4f4f4", zorder=0)
-        table.text(columns["key"], j, label, ha="center", va="center", fontsize=11,
+        table.text(columns["key"], j, label, ha="left" if slide else "center", va="center", fontsize=11,
                    color=QUERY_TEXT_COLOUR if colours[j] == QUERY_COLOUR else colours[j],
                    parse_math=False, gid=f"key:{j}")
         if q is None:
@@ -724,7 +987,7 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
             angle = "\u2013"  # no angle with a zero vector
         table.text(columns["|k|"], j, _format(nk, 2), ha="center", va="center", fontsize=11, gid=f"norm:{j}")
         table.text(columns["\u03b8"], j, angle, ha="center", va="center", fontsize=11, gid=f"angle:{j}")
-        table.text(columns["q\u00b7k = |q| |k| cos \u03b8"], j, _format(dot, 2), ha="center", va="center",
+        table.text(columns[dot_column], j, _format(dot, 2), ha="center", va="center",
                    fontsize=11, fontweight="bold", gid=f"dot:{j}")
     if q is not None:
         table.text(0.5, m - 0.05, f"|q| = {_format(nq, 2)}  ('{query_label}')", ha="center", va="top",
@@ -742,6 +1005,8 @@ def vectors_2d(vectors, labels, *, query=None, weights=None, ax=None, query_labe
         table.plot([bar_left, bar_left], [-0.5, m - 0.5], color="#555555", linewidth=0.8)
     if q is not None or weights is not None:
         what = "weights" if q is None else f"the query '{query_label}' against each key"
+        if style.is_slide() and q is not None:
+            what = f"'{query_label}' against each key"
         table.set_title(what, fontsize=11)
     return fig
 
@@ -774,32 +1039,51 @@ LOOKUP_PITCH = 0.42  # inches between the rows of the lookup table (at most)
 LOOKUP_HEIGHT = 4.2  # inches: the whole lookup figure fits a 16:9 slide under a heading
 
 
+def _lookup_sizes():
+    """Font sizes (points) and the vertical unit of the lookup picture: the notebook's, or a slide's.
+
+    On a slide (issue 32) every text is drawn at its slide size from the start (the smallest at
+    style.SLIDE_MIN_PT, the others a little larger), the columns make room for it, so that the
+    weights, the key boxes and the values keep apart, and the rows are as tight as the key boxes
+    allow: the slides leave the picture a short room.
+    """
+    sizes = dict(weight=8.5, small=9.0, caption=9.0, key=10.0, result=10.5, title=11.0, u=1.0, fan=1.1, blend=0.8,
+                 pitch=LOOKUP_PITCH, head=0.67, header=0.3, foot=0.27, foot_base=0.55)
+    if style.is_slide():  # measured on deck 01's slides 2 and 14: the room is short, so rows are tight
+        sizes.update(weight=14.0, small=14.0, caption=14.0, key=15.0, result=15.5, title=16.0, u=1.2, fan=0.7,
+                     blend=0.6, pitch=0.42, head=0.72, header=0.33, foot=0.25, foot_base=0.66)
+    return sizes
+
+
 def _lookup_layout(query_label, keys, values, results, captions, titles, panels):
     """Sizes in inches of the lookup picture: x of its columns, row pitch, panel height and width."""
+    z = _lookup_sizes()
+    u = z["u"]
     m = len(keys)
-    pad = 0.3 * 10 / 72  # the round box's padding around a 10-point key
-    query_w = max(0.8, _text_width(query_label, 10) + 0.3)
+    pad = 0.3 * z["key"] / 72  # the round box's padding around a key
+    query_w = max(0.8, _text_width(query_label, z["key"]) + 0.3 * u)
     fan_start = 0.1 + query_w
-    fan_end = fan_start + 1.1
+    fan_end = fan_start + z["fan"]
     weight_x = fan_end + 0.06
-    key_left = weight_x + _text_width("0.00", 8.5) + 0.1
-    key_w = max(_text_width(k, 10) for k in keys)
+    key_left = weight_x + _text_width("0.00", z["weight"]) + 0.1 + (pad if u > 1 else 0.0)
+    key_w = max(_text_width(k, z["key"]) for k in keys)
     key_x = key_left + pad + key_w / 2
     value_x = key_left + key_w + 2 * pad + 0.25
-    value_end = value_x + max(_text_width(_value_text(v), 10) for v in values)
+    value_end = value_x + max(_text_width(_value_text(v), z["key"]) for v in values)
     blend_start = value_end + 0.12
-    out_x = blend_start + 0.8 + 0.1 + 0.35 * 10.5 / 72  # the blend lines end at the result's box
-    right = out_x + max([_text_width(r, 10.5, "bold") for r in results]
-                        + [_text_width(c, 9, math=True) for c in captions]) + 0.15
-    right = max(right, 0.1 + max(_text_width(t, 11) for t in titles) + 0.1)
+    out_x = blend_start + z["blend"] + 0.1 + 0.35 * z["result"] / 72  # the blend lines end at the result's box
+    right = out_x + max([_text_width(r, z["result"], "bold") for r in results]
+                        + [_text_width(c, z["caption"], math=True) for c in captions]) + 0.15
+    right = max(right, 0.1 + max(_text_width(t, z["title"]) for t in titles) + 0.1)
+    head = z["head"]  # the title and the "key"/"value" headers above the first row
     if m > 1:
-        pitch = float(np.clip((LOOKUP_HEIGHT / panels - 0.94) / (m - 1), 0.3, LOOKUP_PITCH))
+        pitch = float(np.clip((LOOKUP_HEIGHT / panels - head - z["foot"]) / (m - 1), 0.3 * u, z["pitch"]))
     else:
-        pitch = LOOKUP_PITCH
-    height = 0.67 + (m - 1) * pitch + max(0.27, 0.55 - (m - 1) * pitch / 2)
+        pitch = z["pitch"]
+    height = head + (m - 1) * pitch + max(z["foot"], z["foot_base"] - (m - 1) * pitch / 2)
     return dict(query=0.1 + query_w / 2, query_w=query_w, fan_start=fan_start, fan_end=fan_end, weight=weight_x,
                 key=key_x, value=value_x, value_end=value_end, blend_start=blend_start, out=out_x, right=right,
-                pitch=pitch, height=height)
+                pitch=pitch, height=height, head=head, sizes=z)
 
 
 def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption, layout):
@@ -811,38 +1095,42 @@ def _lookup_panel(ax, query_label, keys, values, weights, title, result, caption
 
     m = len(keys)
     x = layout
+    z = x["sizes"]
+    u = z["u"]
     top = x["height"]
-    ys = top - 0.67 - np.arange(m) * x["pitch"]  # row j's centre
+    ys = top - x["head"] - np.arange(m) * x["pitch"]  # row j's centre
     mid = float(ys.mean())
     ax.set_xlim(0, x["right"])
     ax.set_ylim(0, top)
     ax.set_axis_off()
-    ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=11, gid="title")
-    ax.text(x["key"], top - 0.3, "key", ha="center", va="top", fontsize=9, color="#666666")
-    ax.text(x["value"], top - 0.3, "value", ha="left", va="top", fontsize=9, color="#666666")
+    ax.text(0.1, top - 0.05, title, ha="left", va="top", fontsize=z["title"], gid="title")
+    ax.text(x["key"], top - z["header"], "key", ha="center", va="top", fontsize=z["small"], color="#666666")
+    ax.text(x["value"], top - z["header"], "value", ha="left", va="top", fontsize=z["small"], color="#666666")
     for j in range(m):
         w = float(weights[j])
         width, alpha = 0.3 + 5.0 * w, 0.15 + 0.85 * w
         ax.plot([x["fan_start"], x["fan_end"]], [mid, ys[j]], color=QUERY_COLOUR, linewidth=width, alpha=alpha,
                 solid_capstyle="butt", gid=f"line:{j}")
-        ax.plot([x["blend_start"], x["blend_start"] + 0.8], [ys[j], mid], color="#6a4c93", linewidth=width,
+        ax.plot([x["blend_start"], x["blend_start"] + z["blend"]], [ys[j], mid], color="#6a4c93", linewidth=width,
                 alpha=alpha, solid_capstyle="butt", gid=f"blend:{j}")
         # the weight, in its own column between the line's end and the key
         ax.text(x["weight"], ys[j], _format(w, 2), ha="left", va="center",
-                fontsize=8.5, color=QUERY_TEXT_COLOUR if w > 0 else "#767676", gid=f"weight:{j}")
+                fontsize=z["weight"], color=QUERY_TEXT_COLOUR if w > 0 else "#767676", gid=f"weight:{j}")
         box = dict(boxstyle="round,pad=0.3", facecolor=FILLS["K"], edgecolor=KEY_COLOUR, linewidth=1,
                    alpha=0.3 + 0.7 * w)
-        ax.text(x["key"], ys[j], keys[j], ha="center", va="center", fontsize=10, parse_math=False, bbox=box,
+        ax.text(x["key"], ys[j], keys[j], ha="center", va="center", fontsize=z["key"], parse_math=False, bbox=box,
                 gid=f"key:{j}")
-        ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=10,
+        ax.text(x["value"], ys[j], _value_text(values[j]), ha="left", va="center", fontsize=z["key"],
                 color="#222222" if w > 0 else "#767676", gid=f"value:{j}")
-    ax.add_patch(FancyBboxPatch((0.1 + 0.03, mid - 0.15), x["query_w"] - 0.06, 0.3, boxstyle="round,pad=0.03",
-                                facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR, linewidth=1.2))
-    ax.text(x["query"], mid, query_label, ha="center", va="center", fontsize=10, parse_math=False, gid="query")
-    ax.text(x["query"], mid - 0.22, "query", ha="center", va="top", fontsize=8.5, color="#666666")
-    ax.text(x["out"], mid, result, ha="left", va="center", fontsize=10.5, fontweight="bold",
+    ax.add_patch(FancyBboxPatch((0.1 + 0.03, mid - 0.15 * u), x["query_w"] - 0.06, 0.3 * u,
+                                boxstyle="round,pad=0.03", facecolor=FILLS["Q"], edgecolor=QUERY_COLOUR,
+                                linewidth=1.2))
+    ax.text(x["query"], mid, query_label, ha="center", va="center", fontsize=z["key"], parse_math=False, gid="query")
+    ax.text(x["query"], mid - 0.22 * u, "query", ha="center", va="top", fontsize=z["weight"], color="#666666")
+    ax.text(x["out"], mid, result, ha="left", va="center", fontsize=z["result"], fontweight="bold",
             bbox=dict(boxstyle="round,pad=0.35", facecolor=FILLS["out"], edgecolor="#6a4c93"), gid="result")
-    ax.text(x["out"], mid - 0.2, caption, ha="left", va="top", fontsize=9, color="#555555", gid="caption")
+    ax.text(x["out"], mid - 0.2 * u, caption, ha="left", va="top", fontsize=z["caption"], color="#555555",
+            gid="caption")
 
 
 def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
@@ -909,6 +1197,11 @@ def soft_lookup(query_label, keys, values, weights, *, hard_index=None):
     if hard_index is not None:
         titles.append("a dictionary: one key matches, its value comes out")
         captions.append(f"output = the value of '{keys[hard_index]}'".replace("$", r"\$"))
+    if style.is_slide():  # shorter words at slide size (issue 32)
+        titles = ["attention: a blend of all the values"]
+        titles += ["a dictionary: one key, its value"] if hard_index is not None else []
+        captions = [r"$=\sum_j\ w_j\, v_j$"] + ([f"= the value of '{keys[hard_index]}'".replace("$", r"\$")]
+                                              if hard_index is not None else [])
     panels = len(titles)
     layout = _lookup_layout(query_label, keys, values, results, captions, titles, panels)
     gap = 0.1  # inches between the panels
@@ -979,27 +1272,47 @@ def projection_flow(w_q, w_k, w_v, features, *, q_names=None, k_names=None, v_na
     colours = {"W_q": QUERY_COLOUR, "W_k": KEY_COLOUR, "W_v": VALUE_COLOUR}
 
     rows = max(d_in, *(len(o) for o in outs.values()))
-    fig = _new_figure((11.0, 0.55 * rows + 1.0))
+    slide = style.is_slide()
+    width = style.SLIDE_SIZE_IN[0] if slide else 11.0
+    sizes = (16.0, 15.0, 14.0) if slide else (12.0, 11.0, 10.0)  # titles, names, values
+    fig = _new_figure((width, 0.55 * rows + 1.0))
     ax = fig.add_axes([0.01, 0.02, 0.98, 0.96])
-    ax.set_xlim(0, 3 * 4.0)
     ax.set_ylim(rows - 0.4, -1.4)
     ax.set_axis_off()
+    if slide:  # issue 32: the features named once, at the left; each matrix its lines and its outputs, in inches
+        ax.set_xlim(0, width * 0.98)
+        feature_w = max(_text_width(f, sizes[1]) for f in features) + 0.1
+        out_w = {name: max(_text_width(o, sizes[1]) for o in outs[name]) + 0.1 for name in mats}
+        line = (width * 0.98 - 0.05 - feature_w - sum(out_w.values()) - 3 * 0.15) / 3
+        spans, x = [], 0.05 + feature_w
+        for name in mats:
+            spans.append((x, x + line))
+            x += line + out_w[name] + 0.15
+        for i, feat in enumerate(features):
+            ax.text(spans[0][0] - 0.08, i, feat, ha="right", va="center", fontsize=sizes[1])
+    else:
+        ax.set_xlim(0, 3 * 4.0)
+        spans = [(4.0 * p + 1.15, 4.0 * p + 2.75) for p in range(3)]
     flows = []
     for p, (name, w) in enumerate(mats.items()):
-        left, right = 4.0 * p + 1.15, 4.0 * p + 2.75
-        ax.text(4.0 * p + 1.95, -1.0, f"{name}: features \u2192 {name[-1]}", ha="center", va="bottom",
-                fontsize=12, weight="bold", color=colours[name])
-        for i, feat in enumerate(features):
-            ax.text(left - 0.08, i, feat, ha="right", va="center", fontsize=11)
+        left, right = spans[p]
+        if slide:
+            ax.text((left + right) / 2, -1.0, f"{name} \u2192 {name[-1]}", ha="center", va="bottom",
+                    fontsize=sizes[0], weight="bold", color=colours[name])
+        else:
+            ax.text(4.0 * p + 1.95, -1.0, f"{name}: features \u2192 {name[-1]}", ha="center", va="bottom",
+                    fontsize=12, weight="bold", color=colours[name])
+            for i, feat in enumerate(features):
+                ax.text(left - 0.08, i, feat, ha="right", va="center", fontsize=11)
         for c, out in enumerate(outs[name]):
-            ax.text(right + 0.08, c, out, ha="left", va="center", fontsize=11, color=colours[name])
+            ax.text(right + 0.08, c, out, ha="left", va="center", fontsize=sizes[1], color=colours[name])
         for i, c in zip(*np.nonzero(w)):
             value = float(w[i, c])
             ax.plot([left, right], [i, c], color=colours[name], lw=FLOW_WIDTH * abs(value) / largest,
                     solid_capstyle="butt", gid=f"flow {name} {i} {c}")
             t = 0.35
             ax.text(left + t * (right - left), i + t * (c - i), _format(value, decimals), ha="center",
-                    va="center", fontsize=10, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+                    va="center", fontsize=sizes[2], bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
             flows.append((name, features[i], outs[name][c], value))
     fig.flows = flows
 
@@ -1084,9 +1397,10 @@ def kernel_view(query, keys, labels, *, query_label="q"):
 
     weights = {"dot": soft(terms["dot"]), "distance": soft(terms["distance"])}
 
+    slide = style.is_slide()  # issue 32: no number on each bar (the axis reads them), room for the legends
     fig = _new_figure((10.0, 3.6))
-    left = fig.add_axes((0.07, 0.3, 0.5, 0.58))
-    right = fig.add_axes((0.68, 0.3, 0.3, 0.58))
+    left = fig.add_axes((0.08, 0.44, 0.5, 0.46) if slide else (0.07, 0.3, 0.5, 0.58))
+    right = fig.add_axes((0.7, 0.44, 0.28, 0.46) if slide else (0.68, 0.3, 0.3, 0.58))
     names = {"dot": "q·k", "query": f"{MINUS}½|q|²", "key": f"{MINUS}½|k|²", "distance": f"{MINUS}½|q {MINUS} k|²"}
     width = 0.2
     for j in range(m):
@@ -1096,8 +1410,9 @@ def kernel_view(query, keys, labels, *, query_label="q"):
             left.bar(x, h, width * 0.9, color="white" if hollow else KERNEL_COLOURS[term],
                      edgecolor=KERNEL_COLOURS[term], linewidth=1.6 if hollow else 0.6,
                      label=names[term] if j == 0 else None, gid=f"term:{term}:{j}")
-            left.text(x, h + (0.04 if h >= 0 else -0.04), _format(h, 2), ha="center",
-                      va="bottom" if h >= 0 else "top", fontsize=8.5, color="#333333")
+            if not slide:
+                left.text(x, h + (0.04 if h >= 0 else -0.04), _format(h, 2), ha="center",
+                          va="bottom" if h >= 0 else "top", fontsize=8.5, color="#333333")
     left.axhline(0, color="#555555", linewidth=0.8)
     low = min(float(min(v.min() for v in terms.values())), 0.0)
     high = max(float(max(v.max() for v in terms.values())), 0.0)
@@ -1105,19 +1420,21 @@ def kernel_view(query, keys, labels, *, query_label="q"):
     left.set_ylim(low - pad, high + pad)
     left.set_xticks(range(m), labels)
     left.set_title(f"query '{query_label}': the score, term by term", fontsize=11)
-    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 if slide else -0.12), ncol=2 if slide else 4,
+                fontsize=9, frameon=False)
     for side in ("top", "right"):
         left.spines[side].set_visible(False)
     for t, (kind, colour) in enumerate((("dot", KERNEL_COLOURS["dot"]), ("distance", KERNEL_COLOURS["distance"]))):
         xs = np.arange(m) + (t - 0.5) * 0.38
         label = "softmax(q·k)" if kind == "dot" else f"softmax({MINUS}½|q {MINUS} k|²)"
         right.bar(xs, weights[kind], 0.36, color=colour, label=label, gid=f"weight:{kind}")
-        for x, w in zip(xs, weights[kind]):
+        for x, w in zip(xs, weights[kind]) if not slide else ():
             right.text(x, w + 0.02, _format(float(w), 2), ha="center", va="bottom", fontsize=8.5)
     right.set_ylim(0, 1.12)
     right.set_xticks(range(m), labels)
     right.set_title("the weights", fontsize=11)
-    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, fontsize=9, frameon=False)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 if slide else -0.12), ncol=1, fontsize=9,
+                 frameon=False)
     for side in ("top", "right"):
         right.spines[side].set_visible(False)
     fig.terms, fig.weights = terms, weights
