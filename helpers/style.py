@@ -334,10 +334,18 @@ OVERLAP_PAD_PX = 1.0  # boxes that share less than this many pixels each way onl
 
 
 def _boxes(texts):
+    """``(text, box)`` of each text: what it draws, its words and the box drawn round them (an annotation's
+    arrow is not part of it: two labels whose leader lines cross do not run into each other)."""
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
     found = []
     for text in texts:
         try:
-            box = text.get_window_extent()
+            box = Text.get_window_extent(text)
+            patch = text.get_bbox_patch()
+            if patch is not None and patch.get_visible():
+                box = Bbox.union([box, patch.get_window_extent()])
         except (RuntimeError, ValueError):
             continue
         if box.width > 0 and box.height > 0:

@@ -321,3 +321,20 @@ def test_a_closed_figure_is_laid_out_before_it_is_measured(monkeypatch):
     y_labels = [ax.yaxis.label.get_window_extent().x0 for ax in closed_fig.axes if ax.get_ylabel()]
     assert min(y_labels) >= 0, "the y labels sit inside the canvas, as laid out"
     plt.close(open_fig)
+
+
+def test_a_text_runs_into_another_texts_box_but_not_through_a_leader_line():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.set_axis_off()
+    ax.text(0.30, 0.5, "the", bbox={"boxstyle": "round,pad=1.2", "facecolor": "white"}, ha="center", va="center")
+    ax.text(0.27, 0.5, "0.00", ha="right", va="center")  # clear of the word, inside its box's padding
+    assert len(style.overlapping_texts(fig)) == 1, "the number runs into the key's box"
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.set_axis_off()
+    ax.annotate("left label", (0.9, 0.9), xytext=(0.05, 0.1), arrowprops={"arrowstyle": "-"})
+    ax.annotate("right label", (0.1, 0.9), xytext=(0.6, 0.1), arrowprops={"arrowstyle": "-"})
+    assert style.overlapping_texts(fig) == [], "leader lines that cross are not texts"
+    plt.close(fig)
