@@ -173,11 +173,16 @@ def figure_html(fig):
         return None
     from IPython.core.pylabtools import print_figure
 
-    caps = None
+    caps = layout = None
     if style.is_slide():
         style.fit_for_slide(fig)
+        keep = getattr(fig, "_attention_slide_panels", None)
+        if keep:  # style.slide_panels: the slide shows some of the panels, the notebook all of them
+            shown = " and ".join(str(k + 1) for k in keep)
+            text += f" On this slide: panel{'s' if len(keep) > 1 else ''} {shown}; the notebook shows every panel."
     if style.is_slide() or os.environ.get("ATTENTION_CAP_PX") == "1":
         caps = style.cap_heights(fig)
+        layout = (len(style.overlapping_texts(fig)), style.panels(fig))
     try:
         png = print_figure(fig, "png", bbox_inches="tight")
     except ZeroDivisionError:  # constrained layout could not solve the slide's size: place the axes as drawn
@@ -187,20 +192,25 @@ def figure_html(fig):
         png = print_figure(fig, "png", bbox_inches="tight")
     if not png:  # a figure with nothing drawn: the inline backend shows nothing either
         return None
-    return img_html(base64.b64encode(png).decode("ascii"), text, caps)
+    return img_html(base64.b64encode(png).decode("ascii"), text, caps, layout)
 
 
-def img_html(png_base64, text, caps=None):
+def img_html(png_base64, text, caps=None, layout=None):
     """``<img class="described-figure" alt=text src=data:...>`` for a base64 PNG.
 
     ``caps``, when given, is the list of the picture's text cap heights (PNG pixels),
-    written as ``data-cap-px="7.3 9.1 ..."`` after the ``src``.
+    written as ``data-cap-px="7.3 9.1 ..."`` after the ``src``; ``layout``, when given,
+    is ``(overlaps, panels)``: how many pairs of its texts run into each other
+    (:func:`style.overlapping_texts`) and how many panels it has (:func:`style.panels`),
+    written as ``data-overlaps`` and ``data-panels``.
 
     The base64 text's slashes are written as ``&#47;`` (the browser reads them back as
     ``/``), so no run of it looks like a file path to a reader of the stored notebook.
     """
     data = str(png_base64).replace("/", "&#47;")
     extra = "" if caps is None else ' data-cap-px="' + " ".join(f"{c:g}" for c in caps) + '"'
+    if layout is not None:
+        extra += f' data-overlaps="{int(layout[0])}" data-panels="{int(layout[1])}"'
     return (f'<img class="{HTML_CLASS}" alt="{html.escape(str(text), quote=True)}" '
             f'src="data:image/png;base64,{data}"{extra}>')
 

@@ -152,3 +152,140 @@ def test_a_figure_on_a_bare_canvas_is_fitted_too(monkeypatch):
     assert not hasattr(fig.canvas, "get_renderer")
     style.fit_for_slide(fig)
     assert not any(t.get_visible() for t in _cell_texts(fig))
+
+
+# Issue 32, item 2: on a slide no two texts of a picture run into each other.
+
+def _independent_overlaps(fig):
+    """Pairs of visible texts whose drawn boxes intersect, computed here from the renderer, not from style."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else fig._get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and (t.axes is None or t.axes.get_visible())]
+    for ax in fig.axes:
+        for tick in ax.xaxis.get_major_ticks() + ax.yaxis.get_major_ticks():
+            if tick.label1.get_visible() and tick.label1.get_text().strip():
+                texts.append(tick.label1)
+    boxes = []
+    for t in {id(t): t for t in texts}.values():
+        b = t.get_window_extent(renderer)
+        if b.width > 0 and b.height > 0 and b.overlaps(fig.bbox):
+            boxes.append(b)
+    return sum(1 for i, a in enumerate(boxes) for b in boxes[i + 1:]
+               if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1)
+
+
+def _crowded_ticks_figure():
+    """Two 16-token heatmaps side by side: at slide size their token labels and titles collide."""
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(3)
+    tokens = [f"G{k}" for k in range(16)]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.6), layout="constrained")
+    for ax, name in zip(axes, ("layer 0, head 1: the previous-token head", "layer 1, head 0: the induction head")):
+        plots.heatmap(rng.random((16, 16)), tokens, tokens, ax=ax, annotate=False)
+        ax.set_title(name)
+    return fig
+
+
+def test_on_a_slide_no_two_texts_of_a_picture_overlap(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig = _crowded_ticks_figure()
+    before = _independent_overlaps(fig)
+    style.fit_for_slide(fig)
+    # without the untangling the slide's larger text collides (measured before the fix: many pairs)
+    assert _independent_overlaps(fig) == 0 == len(style.overlapping_texts(fig)), before
+    caps = style.cap_heights(fig)
+    assert min(caps) * DECK_ON_SCREEN >= 9, "nothing is made smaller than the 9 px floor"
+    # every token keeps a label on at least one axis of each panel, or a thinned axis keeps every k-th
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>":
+            continue
+        shown = [t.label1.get_text() for t in ax.xaxis.get_major_ticks() if t.label1.get_visible()]
+        assert shown and shown[0] == "G0"
+    plt.close(fig)
+
+
+def test_an_untangled_title_keeps_its_words():
+    import matplotlib.pyplot as plt
+
+    fig = _crowded_ticks_figure()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    style.fit_for_slide(fig)
+    after = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert [" ".join(t.split()) for t in after] == titles
+    plt.close(fig)
+
+
+def test_a_figure_with_room_is_left_untouched_by_the_untangling(monkeypatch):
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig = _heatmap()
+    style.fit_for_slide(fig)
+    assert style.overlapping_texts(fig) == []
+    assert all(t.label1.get_rotation() == 0 for ax in fig.axes for t in ax.xaxis.get_major_ticks())
+
+
+def test_the_panels_of_a_figure_are_counted_without_colour_bars_or_twins():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3)
+    axes[0].twinx()
+    fig.colorbar(axes[1].imshow(np.eye(2)), ax=axes[1])
+    assert style.panels(fig) == 3
+    axes[2].set_visible(False)
+    assert style.panels(fig) == 2
+    plt.close(fig)
+
+
+def test_a_slide_figure_records_its_overlaps_and_panels(monkeypatch):
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig = _crowded_ticks_figure()
+    figures.describe(fig, "two heatmaps")
+    with style.medium("slide"):
+        html = figures.figure_html(fig)
+    assert re.search(r'data-overlaps="0" data-panels="2"', html), html[-120:]
+
+
+def _four_panels():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(12, 3), layout="constrained")
+    for k, ax in enumerate(axes):
+        image = ax.imshow(np.full((3, 3), k), vmin=0, vmax=3)
+        ax.set_title(f"panel {k}")
+    fig.colorbar(image, ax=axes[3])
+    return fig
+
+
+def test_a_slide_shows_only_the_panels_it_is_told_to(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig = style.slide_panels(_four_panels(), 0, 3)
+    figures.describe(fig, "four panels")
+    assert style.panels(fig) == 4, "the notebook medium shows every panel"
+    with style.medium("slide"):
+        html = figures.figure_html(fig)
+    assert 'data-panels="2"' in html
+    assert "On this slide: panels 1 and 4" in html
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title())
+    assert titles == ["panel 0", "panel 3"]
+    assert sum(1 for ax in fig.axes if ax.get_label() == "<colorbar>") == 1, "the kept panel keeps its colour bar"
+    left, right = (ax.get_position() for ax in fig.axes if ax.get_title())
+    assert right.x0 > left.x1, "side by side, in their order"
+    plt.close(fig)
+
+
+def test_slide_panels_names_a_panel_the_figure_lacks():
+    import matplotlib.pyplot as plt
+
+    fig = _four_panels()
+    with pytest.raises(ValueError, match="4 panels"):
+        style.slide_panels(fig, 0, 4)
+    with pytest.raises(ValueError, match="at least one"):
+        style.slide_panels(fig)
+    plt.close(fig)

@@ -18,7 +18,8 @@ no overflow, nothing scrolling sideways, at most MAX_WORDS words of visible text
 MAX_CODE_LINES lines of code per slide, and no heading upper-cased by the theme; at most MAX_CODE_LINES code
 lines and MAX_OUTPUT_LINES printed lines summed over every cell of a slide (issue 32); pictures and notes
 on MIN_PICTURE_SHARE / MIN_NOTES_SHARE of the slides, or HALL_PICTURE_SHARE / HALL_NOTES_SHARE for the
-decks of HALL_DECKS. Exit status 1 when any is broken.
+decks of HALL_DECKS; in every picture, no two texts that run into each other and at most MAX_PANELS
+panels (issue 32, item 2). Exit status 1 when any is broken.
 Needs Chromium (/usr/bin/chromium or $PLAYWRIGHT_CHROMIUM) and Playwright (the test extra).
 """
 
@@ -55,6 +56,9 @@ MIN_NOTES_SHARE = 0.50
 # at least 13 px (a back-row reader), nothing under 9 px. Measured from each figure's own text artists.
 MIN_FIGURE_MEDIAN_CAP_PX = 13
 MIN_FIGURE_CAP_PX = 9
+# Issue 32, item 2: no two texts of a picture run into each other, and a slide shows at most two panels
+# of a multi-panel figure (the rest on following slides or in the notebook only).
+MAX_PANELS = 2
 # Issue 32, items 3 and 5, for the decks already rewritten for it (HALL_DECKS, by notebook prefix): a picture
 # on at least 60 % of the slides, speaker notes on at least 80 %, and the code and output totals per slide.
 # The other decks keep MIN_PICTURE_SHARE / MIN_NOTES_SHARE until they are rewritten too.
@@ -194,7 +198,8 @@ MEASURE_JS = """async () => {
             const shownAt = r.width / scale / img.naturalWidth * toScreen;
             if (!caps.length) { figureText.push({measured: false}); continue; }
             const px = caps.map((c) => c * shownAt);
-            figureText.push({measured: true, smallest: Math.round(px[0] * 10) / 10,
+            figureText.push({measured: true, overlaps: Number(img.dataset.overlaps || 0),
+                panels: Number(img.dataset.panels || 0), smallest: Math.round(px[0] * 10) / 10,
                 median: Math.round(px[Math.floor((px.length - 1) / 2)] * 10) / 10, texts: px.length,
                 shown: Math.round(shownAt * 1000) / 1000});
         }
@@ -303,6 +308,18 @@ class DeckReport:
             p["measured"] and (p["smallest"] < MIN_FIGURE_CAP_PX or p["median"] < MIN_FIGURE_MEDIAN_CAP_PX)
             for p in s.get("figure_text", ()))]
 
+    @property
+    def tangled_figures(self) -> list[dict]:
+        """Slides with a picture in which two texts run into each other (helpers/style.py: overlapping_texts)."""
+        return [s for s in self.slides if any(p["measured"] and p.get("overlaps", 0) > 0
+                                              for p in s.get("figure_text", ()))]
+
+    @property
+    def crowded_figures(self) -> list[dict]:
+        """Slides with a picture of more than MAX_PANELS panels (issue 32: at most two on a slide)."""
+        return [s for s in self.slides if any(p["measured"] and p.get("panels", 0) > MAX_PANELS
+                                              for p in s.get("figure_text", ()))]
+
     def figure_text_summary(self) -> tuple[float, float] | None:
         """(smallest text, median of the pictures' medians) in cap px at 1280 x 720, or None without a measure."""
         pictures = self.pictures_measured
@@ -382,6 +399,12 @@ class DeckReport:
             sizes = ", ".join(f"{p['smallest']:g}/{p['median']:g}" for p in s["figure_text"] if p["measured"])
             found.append(f"{self.name}: {name(s)}: figure text (smallest/median cap px at 1280x720) {sizes}, "
                          f"under {MIN_FIGURE_CAP_PX}/{MIN_FIGURE_MEDIAN_CAP_PX}")
+        for s in self.tangled_figures:
+            counts = ", ".join(str(p.get("overlaps", 0)) for p in s["figure_text"] if p["measured"])
+            found.append(f"{self.name}: {name(s)}: texts of a picture run into each other ({counts} pairs)")
+        for s in self.crowded_figures:
+            counts = ", ".join(str(p.get("panels", 0)) for p in s["figure_text"] if p["measured"])
+            found.append(f"{self.name}: {name(s)}: a picture of {counts} panels, more than {MAX_PANELS}")
         for s in self.blank_note_formulas:
             found.append(f"{self.name}: {name(s)}: notes with TeX, blank in the speaker view (write it in Unicode)")
         for s, lines in self.joined:
@@ -448,13 +471,15 @@ def measure(decks: list[Path]) -> list[DeckReport]:
 def table(reports: list[DeckReport]) -> str:
     lines = [f"{'deck':<24} {'slides':>6} {'prose<26':>8} {'code<24':>7} {'pictures':>8} {'notes':>5}"
              f" {'TeX notes':>9} {'upper':>5} {'; lines':>7} {'wrapped':>7} {'overflow':>8} {'wide':>4}"
-             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4} {'>8+8':>4} {'fig min/med':>11} {'small fig':>9}"]
+             f" {f'>{MAX_WORDS}w':>4} {f'>{MAX_CODE_LINES}l':>4} {'>8+8':>4} {'fig min/med':>11} {'small fig':>9}"
+             f" {'tangled':>7} {'>2 panels':>9}"]
     for r in reports:
         lines.append(f"{r.name[:24]:<24} {len(r.slides):>6} {len(r.small_prose):>8} {len(r.small_code):>7}"
                      f" {len(r.with_pictures):>8} {len(r.with_notes):>5} {len(r.blank_note_formulas):>9}"
                      f" {len(r.upper_cased):>5} {sum(n for _, n in r.joined):>7} {len(r.wrapped):>7}"
                      f" {len(r.overflowing):>8} {len(r.wide):>4} {len(r.wordy):>4} {len(r.long_code):>4}"
-                     f" {len(r.long_slide_code):>4} {_figure_cell(r):>11} {len(r.small_figure_text):>9}")
+                     f" {len(r.long_slide_code):>4} {_figure_cell(r):>11} {len(r.small_figure_text):>9}"
+                     f" {len(r.tangled_figures):>7} {len(r.crowded_figures):>9}")
     every = reports
     if len(every) > 1:
         lines.append(f"{'all decks':<24} {sum(len(r.slides) for r in every):>6}"

@@ -224,6 +224,8 @@ def figure_alt(nb):
             caps = slim_notebooks.DESCRIBED_FIGURE.match(slim_notebooks._text(output.data["text/html"]))
             if caps and caps.group("caps"):
                 meta["cap_px"] = caps.group("caps")  # its texts' cap heights, PNG pixels (helpers/style.py)
+            if caps and caps.group("overlaps"):  # its texts that run into each other, and its panels
+                meta["overlaps"], meta["panels"] = caps.group("overlaps"), caps.group("panels")
             del output.data["text/html"]
     return nb
 

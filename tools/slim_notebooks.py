@@ -41,7 +41,7 @@ FOLDERS = ("notebooks", "instructor/solutions", "exercises/student")
 # The <img> helpers.figures.img_html writes (its base64 with "/" written as "&#47;").
 DESCRIBED_FIGURE = re.compile(
     r'\s*<img class="described-figure" alt="(?P<alt>[^"]*)" src="data:image/png;base64,(?P<png>[^"]*)"'
-    r'(?: data-cap-px="(?P<caps>[^"]*)")?>\s*\Z')
+    r'(?: data-cap-px="(?P<caps>[^"]*)")?(?: data-overlaps="(?P<overlaps>\d+)" data-panels="(?P<panels>\d+)")?>\s*\Z')
 
 
 def collection_notebooks() -> list[Path]:
