@@ -293,6 +293,10 @@ def heatmaps(matrices, titles, row_labels=None, col_labels=None, *, kinds="weigh
     return fig
 
 
+SLIDE_BAR_VALUES = 8  # on a slide, a bar chart of more bars than this writes only its largest values;
+SLIDE_BAR_NAMES = 12  # ... and of more bars than this, it names every other key
+
+
 def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
     """Horizontal bar chart of one query's attention weights, with its entropy.
 
@@ -327,11 +331,19 @@ def attention_bars(weights, labels, *, ax=None, title=None, highlight=None):
     if highlight is not None:
         colours[highlight] = QUERY_ORANGE
     bars = ax.barh(range(len(weights)), weights, color=colours)
-    ax.set_yticks(range(len(weights)), labels=labels)
+    if style.is_slide() and len(weights) > SLIDE_BAR_NAMES:  # a slide names every other key of a long row
+        ax.set_yticks(range(len(weights)), labels=[lab if k % 2 == 0 else "" for k, lab in enumerate(labels)])
+    else:
+        ax.set_yticks(range(len(weights)), labels=labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("attention weight")
-    ax.bar_label(bars, fmt="%.2f", padding=3)
+    if style.is_slide() and len(weights) > SLIDE_BAR_VALUES:
+        # a slide writes the value of its few largest bars only: 16 values at slide size run into each other
+        top = [k for k in np.argsort(-weights, kind="stable")[:3] if weights[k] >= 0.05] or [int(np.argmax(weights))]
+        ax.bar_label(bars, labels=[f"{w:.2f}" if k in top else "" for k, w in enumerate(weights)], padding=3)
+    else:
+        ax.bar_label(bars, fmt="%.2f", padding=3)
     if title is None:
         title = f"entropy {float(entropy(weights)):.3f} nats, largest weight {weights.max():.2f}"
     ax.set_title(title)

@@ -107,21 +107,34 @@ def _tick_labels(fig):
     """Tick labels as drawn (the ticks are made at draw time, so the figure is drawn first)."""
     labels = []
     for ax in fig.axes:
-        if not ax.get_visible():
+        if not ax.get_visible() or not ax.axison:  # an axes drawn with axis("off") draws no tick label
             continue
         for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            span = (high - low) * 1e-9
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                at = tick.get_loc()
+                if at is not None and not low - span <= at <= high + span:
+                    continue  # a tick outside its axis's view is never drawn
                 for label in (tick.label1, tick.label2):
                     if label.get_visible() and label.get_text().strip():
                         labels.append(label)
     return labels
 
 
+def _drawn_texts(fig):
+    """Every text ``fig`` draws: its texts that are not tick labels, and the tick labels it draws (_tick_labels)."""
+    every_tick = {id(label) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                  for tick in axis.get_major_ticks() + axis.get_minor_ticks() for label in (tick.label1, tick.label2)}
+    drawn = [t for t in _texts(fig) if id(t) not in every_tick] + _tick_labels(fig)
+    return list({id(t): t for t in drawn}.values())
+
+
 def cap_heights(fig, dpi=None):
     """The cap height, in pixels of a PNG drawn at ``dpi`` (the figure's own by default), of each text of ``fig``."""
     dpi = fig.dpi if dpi is None else dpi
     fig.canvas.draw()  # lays the figure out and makes its tick labels
-    texts = {id(t): t for t in _texts(fig) + _tick_labels(fig)}.values()
+    texts = _drawn_texts(fig)
     inside = fig.bbox
     heights = []
     for text in texts:
@@ -149,6 +162,12 @@ def fit_for_slide(fig):
     if getattr(fig, "_attention_slide", False):
         return fig
     fig._attention_slide = True
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if type(fig.canvas) is FigureCanvasBase:  # plt.close(fig) leaves a canvas whose draw() lays nothing out
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     _keep_panels(fig)
     fig.canvas.draw()
     texts = _texts(fig)
@@ -338,7 +357,7 @@ def overlapping_texts(fig):
     """
     fig.canvas.draw()
     inside = fig.bbox
-    texts = list({id(t): t for t in _texts(fig) + _tick_labels(fig)}.values())
+    texts = _drawn_texts(fig)
     boxes = [(t, b) for t, b in _boxes(texts) if b.overlaps(inside)]
     pairs = []
     for i, (a, box_a) in enumerate(boxes):
@@ -349,7 +368,11 @@ def overlapping_texts(fig):
 
 
 def _axis_labels(axis):
-    return [t.label1 for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text().strip()]
+    """The drawn major tick labels of ``axis``: visible, with text, their tick inside the axis's view."""
+    low, high = sorted(axis.get_view_interval())
+    span = (high - low) * 1e-9
+    return [t.label1 for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text().strip()
+            and (t.get_loc() is None or low - span <= t.get_loc() <= high + span)]
 
 
 def _crowded(labels):

@@ -74,6 +74,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from . import figures as _figures
+from . import style
 from .attention import attention_scores, causal_mask, entropy, softmax
 from .examples import list_examples, load_example
 from .plots import CELL_TEXT_SIZE, AttentionFigure, _GlyphCache, _symmetric_limit
@@ -964,6 +965,8 @@ class TrainedHeadExplorer:
 
         n = len(self._ids)
         title = f"layer {layer}, head {head}, T = {self.controls['temperature'].value:.2f}"
+        slide = style.is_slide()  # a static deck shows the picture at slide size (issue 32)
+        dpi = style.SLIDE_DPI if slide else 72
         if self._figure_key != tuple(self._ids):
             side = min(1.6 + 0.42 * n, 9.0)
             figure = Figure(figsize=(side + 1.2, side), layout="constrained")
@@ -972,19 +975,29 @@ class TrainedHeadExplorer:
             image = _th_heatmap(self._weights, labels, labels, ax=ax, title=title, annotate=n <= ANNOTATE_TOKENS)
             for text in ax.texts:
                 text.set_fontsize(CELL_TEXT_SIZE)  # 10 px at 72 dpi, as in AttentionExplorer
+            if slide:  # the slide's canvas and text sizes; crowded cell values are left out
+                from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+                FigureCanvasAgg(figure)  # a canvas that lays the figure out when drawn
+                for text in ax.texts:
+                    text.set_gid(style.CELL_VALUE)
+                style.fit_for_slide(figure)
+            self._title_size = ax.title.get_fontsize()
             self._figure = (figure, image, list(ax.texts))  # the cell values, row by row
             self._figure_key = tuple(self._ids)
-            figure.savefig(io.BytesIO(), format="png", dpi=72)  # lay it out once ...
+            figure.savefig(io.BytesIO(), format="png", dpi=dpi)  # lay it out once ...
             figure.set_layout_engine("none")  # ... and keep that layout: only the data change
         figure, image, texts = self._figure
         image.set_data(self._weights)
         image.axes.set_title(title)
+        if slide:
+            image.axes.title.set_fontsize(self._title_size)
         if len(texts) == n * n:
             for text, value in zip(texts, self._weights.ravel()):
                 text.set_text(f"{value:.2f}")
                 text.set_color(_th_text_colour(image.cmap(image.norm(value))))  # the better WCAG contrast
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=72)
+        figure.savefig(buffer, format="png", dpi=dpi)
         return buffer.getvalue()
 
     def _readout_html(self):

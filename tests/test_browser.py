@@ -202,6 +202,14 @@ def test_every_slide_of_the_deck_fits_with_every_fragment_shown(deck_reports, so
     # pictures drawn for the hall (issue 32): the text inside each picture, read from the figure's own
     # text artists (helpers/style.py) x the scale the deck shows it at, on a 1280 x 720 screen
     assert report.pictures_measured, f"{source.stem}: no picture carries its text sizes (drawn for the slide?)"
+    # issue 32, item 2: no two texts of a picture run into each other (helpers/style.py: overlapping_texts,
+    # recorded per picture as data-overlaps), and a slide shows at most two panels of a figure (data-panels)
+    assert not report.tangled_figures, (f"{source.stem}: texts of a picture run into each other: " + ", ".join(
+        f"{name(s)} " + "/".join(str(p.get("overlaps", 0)) for p in s["figure_text"] if p["measured"])
+        for s in report.tangled_figures))
+    assert not report.crowded_figures, (f"{source.stem}: more than {deck_report.MAX_PANELS} panels: " + ", ".join(
+        f"{name(s)} " + "/".join(str(p.get("panels", 0)) for p in s["figure_text"] if p["measured"])
+        for s in report.crowded_figures))
     assert not report.small_figure_text, (
         f"{source.stem}: figure text under {deck_report.MIN_FIGURE_CAP_PX} px cap (median under "
         f"{deck_report.MIN_FIGURE_MEDIAN_CAP_PX}): " + ", ".join(

@@ -185,3 +185,22 @@ def test_softmax_jacobian_labels_and_decimals():
 def test_softmax_jacobian_rejects_bad_input(scores, labels, kwargs, message):
     with pytest.raises(ValueError, match=message):
         diagrams.softmax_jacobian(scores, labels, **kwargs)
+
+
+@pytest.mark.parametrize("lit", [None, 1, 2, 3, 4, 5])
+def test_backward_graph_on_a_slide_has_no_texts_running_into_each_other(lit):
+    # issue 32: notebook 09's graph (n = m = 2, d_k = 4, d_v = 2) at slide size
+    from helpers import style
+
+    with style.medium("slide"):
+        fig = diagrams.backward_graph(2, 2, 4, 2, lit=lit)
+        style.fit_for_slide(fig)
+        assert style.overlapping_texts(fig) == []
+        assert min(style.cap_heights(fig)) >= 13
+    assert artists(fig, "shape:")["shape:S"].get_text() == "(2, 2)"
+    assert {g for g in artists(fig, "node:")} == {f"node:{x}" for x in "QKSPVO"}
+    assert len(artists(fig, "backward:")) == len(artists(fig, "step:")) == 5
+    if lit is not None:
+        assert artists(fig, "lit")["lit"].get_text().startswith(f"step {lit}: d")
+    with style.medium("notebook"):   # the notebook's picture keeps its formulas on the arrows
+        assert len(artists(diagrams.backward_graph(2, 2, 4, 2, lit=lit), "formula:")) == 5

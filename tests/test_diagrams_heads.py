@@ -118,3 +118,18 @@ def test_head_patterns_describes_where_each_head_looks_from_the_weights():
 def test_head_patterns_refuses_bad_input(weights, tokens, titles):
     with pytest.raises(ValueError):
         diagrams.head_patterns(weights, tokens, titles)
+
+
+def test_heads_split_merge_on_a_slide_has_no_texts_running_into_each_other():
+    # issue 32: notebook 10's diagram (6 tokens of width 8, 2 heads): shorter labels, the heads named in their boxes
+    from helpers import style
+
+    with style.medium("slide"):
+        fig = diagrams.heads_split_merge(6, 8, 2)
+        style.fit_for_slide(fig)
+        assert style.overlapping_texts(fig) == []
+        texts = [t.get_text() for t in fig.axes[0].texts]
+        assert "h1" in texts and "h2" in texts and "attend\n(2, 6, 4)" in texts
+    with style.medium("notebook"):   # the notebook's labels stay
+        texts = [t.get_text() for t in diagrams.heads_split_merge(6, 8, 2).axes[0].texts]
+        assert "head 1" in texts and "attention\nin each head\n(2, 6, 4)" in texts

@@ -164,3 +164,30 @@ def test_tiled_steps_lit_before_the_row_is_reached(qkv):
     with pytest.raises(ValueError, match="lit must be a step"):
         diagrams.tiled_steps(q, k, v, block_q=4, block_k=3, lit=True)
     render(fig)
+
+
+@pytest.mark.parametrize("lit", [None, 1, 2, 3])
+def test_tiled_steps_on_a_slide_is_two_panels_whose_texts_stand_apart(lit):
+    # issue 32: a slide shows at most two panels and no two texts run into each other (notebook 11's data)
+    from helpers import style
+
+    rng = np.random.default_rng(56)
+    q, k, v = rng.normal(size=(8, 4)), rng.normal(size=(12, 4)), rng.normal(size=(12, 3))
+    with style.medium("slide"):
+        fig = diagrams.tiled_steps(q, k, v, block_q=4, block_k=4, row=0, lit=lit)
+        style.fit_for_slide(fig)
+        assert style.panels(fig) == 2
+        assert style.overlapping_texts(fig) == []
+        assert min(style.cap_heights(fig)) >= 13
+    steps = [(i, j) for i in range(2) for j in range(3)]
+    fast = artists(fig, "sram:")
+    for step, (i, j) in enumerate(steps):   # the same blocks in fast memory as the notebook's picture
+        assert {g for g in fast if g.split(":")[1] == str(step)} == {f"sram:{step}:Q:{i}", f"sram:{step}:K:{j}",
+                                                                      f"sram:{step}:V:{j}"}
+    seen = 3 if lit is None else lit
+    assert len(artists(fig, "running_max")["running_max"].get_xdata()) == seen
+    if lit is not None:
+        assert artists(fig, "lit")["lit"].get_text().startswith(f"{lit}: ")
+        assert artists(fig, "state:max")["state:max"].get_text().startswith("m = ")
+    with style.medium("notebook"):   # the notebook's picture keeps its panels
+        assert len(diagrams.tiled_steps(q, k, v, block_q=4, block_k=4, row=0, lit=lit).axes) == 8

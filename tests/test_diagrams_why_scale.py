@@ -177,3 +177,35 @@ def test_on_a_slide_the_two_rows_share_one_panel():
     assert "Middle" not in text and f"{unscaled.max():.2f} unscaled" in text and f"{scaled.max():.2f} scaled" in text
     with style.medium("notebook"):
         assert len(diagrams.score_spread((4, 64, 512)).axes) == 3
+
+
+def _rows_like_notebook_08():
+    """Softmax rows over 16 keys of 500 random queries at d_k = 1 ... 1024, raw and scaled (notebook 08's set-up)."""
+    from helpers.attention import softmax
+
+    rng, un, sc = np.random.default_rng(8), [], []
+    for d in [2**p for p in range(11)]:
+        s = rng.standard_normal((500, d)) @ rng.standard_normal((16, d)).T
+        un.append(softmax(s))
+        sc.append(softmax(s / np.sqrt(d)))
+    return un, sc
+
+
+@pytest.mark.parametrize("draw", ["score_spread", "saturation", "jacobian_pile"])
+def test_notebook_08_diagrams_on_a_slide_have_no_texts_running_into_each_other(draw):
+    # issue 32: two panels, one text size, only ticks inside the view; the notebook's picture stays as it is
+    from helpers import style
+
+    un, sc = _rows_like_notebook_08()
+    make = {"score_spread": lambda: diagrams.score_spread((4, 64, 512)),
+            "saturation": lambda: diagrams.saturation([2**p for p in range(11)], un, sc),
+            "jacobian_pile": lambda: diagrams.jacobian_pile(un[-1], sc[-1], 1024)}[draw]
+    with style.medium("slide"):
+        fig = make()
+        style.fit_for_slide(fig)
+        assert style.panels(fig) <= 2
+        assert style.overlapping_texts(fig) == []
+        caps = style.cap_heights(fig)
+        assert caps[0] >= 13 and caps[len(caps) // 2] >= 14
+    with style.medium("notebook"):
+        assert tuple(make().get_size_inches()) in {(12, 3.4), (10, 3.1), (10, 3.0)}

@@ -97,3 +97,28 @@ def test_one_orange_and_it_means_the_query():
     for name in ("NEUTRAL_COLOUR", "LARGEST_COLOUR", "UNSCALED_COLOUR", "SCALED_COLOUR"):
         assert not orange(getattr(plots, name)), name
     assert not orange(diagrams.BACKWARD_COLOUR) and not orange(diagrams.KEY_COLOUR)
+
+
+def test_attention_bars_of_16_keys_on_a_slide_writes_few_values_and_no_texts_run_into_each_other():
+    # issue 32: notebook 08's two rows of 16 weights (one saturated, one spread) side by side on a slide
+    from helpers import style
+    from helpers.attention import softmax
+
+    rng = np.random.default_rng(0)
+    rows = softmax(rng.normal(size=16) * 30), softmax(rng.normal(size=16))
+    keys = [f"k{j}" for j in range(16)]
+    with style.medium("slide"), plt.rc_context({"font.size": 13}):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
+        for ax, w in zip(axes, rows):
+            plots.attention_bars(w, keys, ax=ax, title="row 0 at d_k = 1024")
+        style.fit_for_slide(fig)
+        assert style.overlapping_texts(fig) == []
+        written = [t.get_text() for t in axes[1].texts if t.get_text()]
+        assert sorted(written) == sorted(f"{w:.2f}" for w in sorted(rows[1], reverse=True)[:3] if w >= 0.05)
+    plt.close(fig)
+    with style.medium("notebook"):   # the notebook's chart writes every value and names every key
+        fig, ax = plt.subplots()
+        plots.attention_bars(rows[1], keys, ax=ax)
+        assert len([t for t in ax.texts if t.get_text()]) == 16
+        assert [t.get_text() for t in ax.get_yticklabels()] == keys
+    plt.close(fig)

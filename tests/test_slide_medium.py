@@ -289,3 +289,35 @@ def test_slide_panels_names_a_panel_the_figure_lacks():
     with pytest.raises(ValueError, match="at least one"):
         style.slide_panels(fig)
     plt.close(fig)
+
+
+def test_a_tick_outside_its_axis_view_is_neither_measured_nor_counted(monkeypatch):
+    """matplotlib makes tick labels beyond the view limits but never draws them."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot([0, 480], [0, 1])
+    ax.set_xlim(0, 480)
+    fig.canvas.draw()
+    made = [t.get_loc() for t in ax.xaxis.get_major_ticks()]
+    drawn = [label.get_text() for label in style._tick_labels(fig) if label.axes is ax and label in
+             [t.label1 for t in ax.xaxis.get_major_ticks()]]
+    assert any(loc > 480 or loc < 0 for loc in made), made  # the locator made ticks out of view
+    assert "500" not in drawn and "−100" not in drawn, drawn
+    plt.close(fig)
+
+
+def test_a_closed_figure_is_laid_out_before_it_is_measured(monkeypatch):
+    """plt.close(fig) leaves a canvas whose draw() does nothing; the slide fit must still lay the figure out."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv(style.ENVIRONMENT, raising=False)
+    open_fig, closed_fig = _crowded_ticks_figure(), _crowded_ticks_figure()
+    plt.close(closed_fig)
+    style.fit_for_slide(open_fig)
+    style.fit_for_slide(closed_fig)
+    assert len(style.overlapping_texts(closed_fig)) == len(style.overlapping_texts(open_fig)) == 0
+    y_labels = [ax.yaxis.label.get_window_extent().x0 for ax in closed_fig.axes if ax.get_ylabel()]
+    assert min(y_labels) >= 0, "the y labels sit inside the canvas, as laid out"
+    plt.close(open_fig)

@@ -57,3 +57,19 @@ def _new_figure(figsize):
     import matplotlib.pyplot as plt
 
     return plt.figure(figsize=figsize)
+
+
+def _only_ticks_in_view(ax):
+    """Keep only the major ticks inside ``ax``'s view (a slide variant's axes; the limits stay as they are).
+
+    style.overlapping_texts measures the labels of every tick of an axis, those the axes leave
+    undrawn outside their view too: at slide size such a label beside the next panel counts as
+    running into that panel's texts.
+    """
+    from matplotlib.ticker import FixedLocator
+
+    for axis, get, put in ((ax.xaxis, ax.get_xlim, ax.set_xlim), (ax.yaxis, ax.get_ylim, ax.set_ylim)):
+        limits = get()
+        low, high = sorted(limits)
+        axis.set_major_locator(FixedLocator([t for t in axis.get_majorticklocs() if low <= t <= high]))
+        put(limits)

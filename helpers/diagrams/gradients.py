@@ -23,7 +23,7 @@ from ..attention import (
     softmax_jacobian as _jacobian,  # the kernel; this module's softmax_jacobian is the picture
 )
 from ..plots import SCALED_COLOUR, UNSCALED_COLOUR
-from ._common import FILLS, _format, _labels, _matrix, _new_figure
+from ._common import FILLS, _format, _labels, _matrix, _new_figure, _only_ticks_in_view
 
 __all__ = ["score_spread", "saturation", "jacobian_pile", "backward_graph", "softmax_jacobian"]
 
@@ -76,8 +76,9 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
     unscaled, scaled = softmax(scores), softmax(scores / np.sqrt(top))
     slide = style.is_slide()  # a slide shows at most two panels (issue 32): the two rows share one
     if slide:
-        fig, (left, mid) = plt.subplots(1, 2, figsize=(12, 3.4), layout="constrained",
+        fig, (left, mid) = plt.subplots(1, 2, figsize=(10, 4.0), layout="constrained",
                                         gridspec_kw={"width_ratios": [1.2, 1]})
+        size = 12  # one text size, which the slide medium lifts to its floor
     else:
         fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
                                                gridspec_kw={"width_ratios": [1.4, 1, 1]})
@@ -85,12 +86,13 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
         left.scatter(dots[d], np.full(pairs, y) + rng.uniform(-0.25, 0.25, pairs), s=4, alpha=0.35,
                      color=UNSCALED_COLOUR)  # raw q·k: the unscaled condition
         left.plot([-spread[d], spread[d]], [y, y], color="black", linewidth=3)
-        left.text(0, y + 0.3, f"std {spread[d]:.1f} ≈ √{d} = {np.sqrt(d):.1f}", fontsize=8.5, color="black",
+        left.text(0, y + 0.3, f"std {spread[d]:.1f} ≈ √{d} = {np.sqrt(d):.1f}", fontsize=size if slide else 8.5,
+                  color="black",
                   ha="center", va="bottom")
     left.set_yticks(range(len(d_ks)), labels=[f"d_k = {d}" for d in d_ks])
     left.set_ylim(-0.5, len(d_ks) - 0.2)
-    left.set_xlabel("q·k of random unit-variance q, k")
-    left.set_title(r"the spread of q·k grows like $\sqrt{d_k}$", fontsize=10)
+    left.set_xlabel("q·k of random unit-variance q, k", **({"fontsize": size} if slide else {}))
+    left.set_title(r"the spread of q·k grows like $\sqrt{d_k}$", fontsize=size if slide else 10)
     if slide:  # the unscaled and the scaled row side by side in one panel, their largest weights labelled
         x = np.arange(int(m))
         for shift, weights, name, colour in ((-0.2, unscaled, "unscaled", UNSCALED_COLOUR),
@@ -98,9 +100,19 @@ def score_spread(d_ks=(4, 64, 512), *, m=8, pairs=400, seed=0):
             mid.bar(x + shift, weights, 0.4, color=colour, label=f"{name}: largest {weights.max():.2f}")
         mid.set_ylim(0, 1.12)
         mid.set_xticks(x, labels=[f"k{j}" for j in range(int(m))])
-        mid.set_title(f"one query's softmax, $d_k$ = {top}", fontsize=10)
-        mid.set_ylabel("weight")
-        mid.legend(loc="upper right", fontsize=9)
+        mid.set_title(f"one query's softmax, $d_k$ = {top}", fontsize=size)
+        mid.set_ylabel("weight", fontsize=size)
+        # below the axes: inside, the legend would cover the bars and the axis label
+        mid.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=size + 1, frameon=False)
+        for ax in (left, mid):
+            ax.tick_params(labelsize=size + 2)  # larger than the rest: the deck shows the picture below its size
+        # only ticks inside the view: style.overlapping_texts also measures the labels of ticks the axes
+        # leave out, and the one beyond the left panel's right end would sit on the right panel's numbers
+        from matplotlib.ticker import MaxNLocator
+
+        low, high = left.get_xlim()
+        left.set_xticks([t for t in MaxNLocator(5).tick_values(low, high) if low <= t <= high])
+        left.set_xlim(low, high)
     else:
         for ax, weights, title, colour in ((mid, unscaled, f"unscaled: softmax of q·k, $d_k$ = {top}",
                                             UNSCALED_COLOUR),
@@ -170,20 +182,27 @@ def saturation(d_ks, unscaled, scaled):
 
     largest = tuple(np.array([w.max(axis=-1).mean() for w in ws]) for ws in rows)
     jacobian = tuple(np.array([np.median(jacobian_size(w)) for w in ws]) for ws in rows)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
+    slide = style.is_slide()  # a slide: a taller canvas, one text size (lifted to the slide's floor)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0) if slide else (10, 3.1), layout="constrained")
     styles = (("o-", UNSCALED_COLOUR, "unscaled"), ("s-", SCALED_COLOUR, "scaled by 1/√d_k"))
     for ax, curves in ((left, largest), (right, jacobian)):
         for y, (marker, colour, label) in zip(curves, styles):
             ax.plot(d_ks, np.maximum(y, 1e-12) if ax is right else y, marker, color=colour, label=label)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("$d_k$")
-        ax.legend(fontsize=8, loc="center right" if ax is left else "lower left")
+        ax.set_xlabel("$d_k$", **({"fontsize": 12} if slide else {}))
+        ax.legend(fontsize=13 if slide else 8, loc="center right" if ax is left else "lower left")
     left.axhline(1 / m, color="0.6", linestyle=":")
-    left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=8, color="0.35", va="bottom")
+    left.text(d_ks[0], 1 / m + 0.02, f"uniform 1/{m}", fontsize=12 if slide else 8, color="0.35", va="bottom")
     left.set_ylim(0, 1.05)
-    left.set_title("mean largest weight of a row: saturation", fontsize=10)
+    left.set_title("mean largest weight: saturation" if slide else "mean largest weight of a row: saturation",
+                   fontsize=12 if slide else 10)
     right.set_yscale("log")
-    right.set_title(r"median $\|J\|_F$ of a row: the gradient's way back", fontsize=10)
+    right.set_title(r"median $\|J\|_F$: the gradient's way back" if slide else
+                    r"median $\|J\|_F$ of a row: the gradient's way back", fontsize=12 if slide else 10)
+    if slide:
+        for ax in (left, right):
+            ax.tick_params(labelsize=14)
+            _only_ticks_in_view(ax)
     fig.curves = {"largest": largest, "jacobian": jacobian}
     figures.describe(fig, (
         f"Two plots against d_k from {d_ks[0]} to {d_ks[-1]}, softmax rows over {m} keys. Left, the mean largest "
@@ -246,20 +265,28 @@ def jacobian_pile(unscaled, scaled, d_k, *, bin_width=0.02, top=0.6, saturated=0
     counts = {name: np.histogram(np.minimum(j, top), bins=edges)[0] for name, j in sizes.items()}
     hot = {name: int((w.max(axis=-1) > saturated).sum()) for name, w in rows.items()}
     n_rows, m = rows["unscaled"].shape
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), layout="constrained", sharey=True)
+    slide = style.is_slide()  # a slide: a taller canvas, one text size (lifted to the slide's floor)
+    size = 12 if slide else None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6) if slide else (10, 3.0), layout="constrained", sharey=True)
     colours = {"unscaled": UNSCALED_COLOUR, "scaled": SCALED_COLOUR}
     for ax, name in zip(axes, ("unscaled", "scaled")):
         ax.bar(edges[:-1], counts[name], width=bin_width, align="edge", color=colours[name])
         first = int(counts[name][0])
         ax.annotate(f"{first} rows with |J|_F < {bin_width:g}", (bin_width / 2, first),
-                    xytext=(bin_width * 3, first * 0.85 + 0.1 * n_rows), fontsize=9,
+                    xytext=(bin_width * 3, first * 0.85 + 0.1 * n_rows), fontsize=size or 9,
                     arrowprops={"arrowstyle": "->", "color": "black"})
         ax.set_xlim(0, top)
         ax.set_ylim(0, n_rows * 1.05)
-        ax.set_xlabel(r"$\|J\|_F$ of a row")
+        ax.set_xlabel(r"$\|J\|_F$ of a row", **({"fontsize": size} if slide else {}))
         ax.set_title(f"{name}, $d_k$ = {d_k}: {hot[name]} of {n_rows} rows have a weight above {saturated:g}",
-                     fontsize=10)
-    axes[0].set_ylabel("rows")
+                     fontsize=size or 10)
+        if slide:
+            ax.tick_params(labelsize=size)
+            _only_ticks_in_view(ax)
+    axes[0].set_ylabel("rows", **({"fontsize": size} if slide else {}))
+    if slide:  # the corner: count 0 beside |J|_F 0.0 would run into it; the axis starts at 0 either way
+        axes[0].set_yticks([t for t in axes[0].get_yticks() if t > 0])
+        axes[0].set_ylim(0, n_rows * 1.05)
     fig.sizes, fig.counts, fig.edges, fig.saturated = sizes, counts, edges, hot
     peak = {name: edges[int(np.argmax(c))] for name, c in counts.items()}
     figures.describe(fig, (
@@ -374,6 +401,9 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
     sizes = {"n": _positive_int(n, "n"), "m": _positive_int(m, "m"),
              "d_k": _positive_int(d_k, "d_k"), "d_v": _positive_int(d_v, "d_v")}
     shapes = {name: tuple(sizes[s] for s in symbolic) for name, (_, symbolic, _, _) in _GRAPH_NODES.items()}
+    if style.is_slide():
+        fig = _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas)
+        return _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas)
     width, height = 10.3, 3.45
     box_w, box_h = 1.4, 0.95
     xs = [0.85, 3.7, 6.55, 9.4]  # centres of the four columns, inches
@@ -443,6 +473,10 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         a, b = _GRAPH_STEPS[lit]
         ax.text(0.15, 0.12, f"step {lit} of 5: {formulas[(a, b)]}", ha="left", va="bottom", fontsize=12.5,
                 fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
+    return _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas)
+
+
+def _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas):
     forward = ", ".join(f"{title} {shapes[name]}" for name, (title, *_) in _GRAPH_NODES.items())
     figures.describe(fig, (
         f"Graph of attention's forward pass with n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v}: "
@@ -453,6 +487,92 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
                        f" Step {lit} of 5 is lit: {formulas[_GRAPH_STEPS[lit]]}, from "
                        f"d{_GRAPH_STEPS[lit][1]} {shapes[_GRAPH_STEPS[lit][1]]} to d{_GRAPH_STEPS[lit][0]} "
                        f"{shapes[_GRAPH_STEPS[lit][0]]}; the other four steps are greyed.")))
+    return fig
+
+
+def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
+    """The slide variant of :func:`backward_graph`: larger boxes, fewer and shorter texts, one text size.
+
+    Each box holds its title, its shape in numbers and the name of its gradient; each
+    backward arrow carries its step's number instead of its formula, and the formula of
+    the lit step is written at the bottom (gid ``"lit"``). The gids of the boxes, arrows,
+    shapes and gradients are the notebook picture's; a step's number has gid
+    ``"step:B:A"``. Every text has one size, which the slide medium lifts to its floor,
+    so nothing runs into anything at slide size (issue 32).
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    def colour(lit_here):
+        return BACKWARD_COLOUR if lit is None or lit_here else GREYED_COLOUR
+
+    size, big = 12, 14  # the boxes' texts larger than the rest (the slide medium keeps the difference)
+    width, height = 10.3, 4.4
+    box_w, box_h = 1.6, 1.2
+    xs = [0.95, 3.75, 6.55, 9.35]  # centres of the four columns, inches
+    ys = [1.2, 3.1]  # centres of the two rows
+    fig = _new_figure((width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    centre = {name: (xs[col], ys[row]) for name, (_, _, col, row) in _GRAPH_NODES.items()}
+    for name, (title, _, _, _) in _GRAPH_NODES.items():
+        x, y = centre[name]
+        fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
+        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
+                                    facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
+        ax.text(x, y + 0.34, title.split()[-1], ha="center", va="center", fontsize=big, fontweight="bold",
+                color="#222222", gid=f"title:{name}")
+        ax.text(x, y, str(shapes[name]), ha="center", va="center", fontsize=big, color=FORWARD_COLOUR,
+                gid=f"shape:{name}")
+        ax.text(x, y - 0.34, f"d{name}", ha="center", va="center", fontsize=big,
+                color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
+
+    def ends(a, b, offset):
+        (xa, ya), (xb, yb) = centre[a], centre[b]
+        if ya == yb:
+            start, end = np.array([xa + box_w / 2 + 0.05, ya]), np.array([xb - box_w / 2 - 0.05, yb])
+        else:
+            start = np.array([xa + box_w / 2 + 0.05, ya + 0.2])
+            end = np.array([xb - box_w / 2 + 0.3, yb - box_h / 2 - 0.05])
+        direction = (end - start) / np.hypot(*(end - start))
+        normal = np.array([-direction[1], direction[0]])
+        return tuple(start + offset * normal), tuple(end + offset * normal)
+
+    short = {"scale \u00b7 Q K\u1d40": "scale\u00b7QK\u1d40", "softmax of each row": "softmax", "P V": "PV"}
+    for a, b, label, _ in _GRAPH_EDGES:
+        step = step_of[(a, b)]
+        lit_here = step == lit
+        start, end = ends(a, b, 0.15)
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
+                                     linewidth=1.5, gid=f"forward:{a}:{b}"))
+        back_end, back_start = ends(a, b, -0.15)
+        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
+                                     color=colour(lit_here), linewidth=2.8 if lit_here else 1.5, linestyle="--",
+                                     gid=f"backward:{b}:{a}"))
+        (x0, y0), (x1, _) = start, end
+        if centre[a][1] == centre[b][1]:
+            if label:
+                ax.text((x0 + x1) / 2, y0 + 0.1, short.get(label, label), ha="center", va="bottom", fontsize=size,
+                        color=FORWARD_COLOUR, gid=f"op:{a}:{b}")
+            ax.text((x0 + x1) / 2, back_end[1] - 0.1, str(step), ha="center", va="top", fontsize=size,
+                    color=colour(lit_here), fontweight="bold", gid=f"step:{b}:{a}")
+        else:
+            (bx0, by0), (bx1, by1) = back_end, back_start
+            ax.text((bx0 + bx1) / 2 + 0.1, (by0 + by1) / 2 - 0.1, str(step), ha="left", va="top", fontsize=size,
+                    color=colour(lit_here), fontweight="bold", gid=f"step:{b}:{a}")
+    ax.text(0.15, height - 0.1, "forward: values, shapes", ha="left", va="top", fontsize=size,
+            color=FORWARD_COLOUR, gid="legend:forward")
+    ax.text(width - 0.15, height - 0.1, "backward (dashed): dX = \u2202L/\u2202X, steps 1-5", ha="right",
+            va="top", fontsize=size, color=BACKWARD_COLOUR, gid="legend:backward")
+    if lit is None:
+        ax.text(0.15, 0.1, "r = rowsum(dO \u2299 O)", ha="left", va="bottom", fontsize=size, color=BACKWARD_COLOUR,
+                gid="note:r")
+    else:
+        a, b = _GRAPH_STEPS[lit]
+        formula = formulas[(a, b)] + (", r = rowsum(dO \u2299 O)" if lit == 3 else "")
+        ax.text(0.15, 0.1, f"step {lit}: {formula}", ha="left", va="bottom", fontsize=size,
+                fontweight="bold", color=BACKWARD_COLOUR, gid="lit")
     return fig
 
 

@@ -278,11 +278,17 @@ def heads_split_merge(n, d_model, num_heads):
     # touching and the row of boxes (X, Q K V, a head's output, the merge, out) fits the width
     unit = min(0.25, (3.0 - 0.45 * (h - 1)) / (h * n), 6.4 / (1.6 * (3 * d_model + 4 * d_head)))
 
-    def box(x, y, rows, cols, colour, label, edge="black", gid=None):
+    slide = style.is_slide()  # a slide: shorter labels, the heads named inside their boxes (issue 32)
+
+    def box(x, y, rows, cols, colour, label, edge="black", gid=None, inside=False):
         width, height = cols * unit * 1.6, rows * unit
         ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor=edge,
                                linewidth=2 if edge != "black" else 1, alpha=0.85, gid=gid))
-        ax.text(x + width / 2, y - height / 2 - 0.06, label, ha="center", va="top", fontsize=9)
+        if inside:
+            ax.text(x + width / 2, y, label, ha="center", va="center", fontsize=9, color="white",
+                    fontweight="bold")
+        else:
+            ax.text(x + width / 2, y - height / 2 - 0.06, label, ha="center", va="top", fontsize=9)
         return x + width
 
     def arrow(x0, y0, x1, y1, text=None):
@@ -298,7 +304,8 @@ def heads_split_merge(n, d_model, num_heads):
     ys = [mid + (h - 1) / 2 * gap - k * gap for k in range(h)]
     heads_x = right + 1.7
     ax.text((right + heads_x) / 2 - 0.3, ys[0] + 0.12,  # above the fan of arrows
-            f"each head's\nown W_Q, W_K, W_V\n{shapes[1]} each", ha="center", va="bottom", fontsize=9)
+            f"own W_Q, W_K, W_V\n{shapes[1]} each" if slide else f"each head's\nown W_Q, W_K, W_V\n{shapes[1]} each",
+            ha="center", va="bottom", fontsize=9)
     ends = []
     for k, y in enumerate(ys):  # one arrow from X to each head, then that head's Q, K and V
         arrow(right, mid, heads_x, y)
@@ -308,11 +315,13 @@ def heads_split_merge(n, d_model, num_heads):
             x = box(x, y, n, d_head, FILLS[part], label, edge=colours[k % 10], gid=f"{part}:{k}") + 0.08
         ends.append(x - 0.08)
     attended_x = max(ends) + 1.4
-    arrow(max(ends), mid, attended_x, mid, f"attention\nin each head\n{shapes[2]}")
-    ends = [box(attended_x, y, n, d_head, colours[k % 10], f"head {k + 1}" if h <= 4 else "", gid=f"head:{k}")
+    label = f"attend\n{shapes[2]}" if slide else f"attention\nin each head\n{shapes[2]}"
+    arrow(max(ends), mid, attended_x, mid, label)
+    names = [(f"h{k + 1}" if slide else f"head {k + 1}") if h <= 4 else "" for k in range(len(ys))]
+    ends = [box(attended_x, y, n, d_head, colours[k % 10], names[k], gid=f"head:{k}", inside=slide)
             for k, y in enumerate(ys)]
     merged_x = max(ends) + 1.4
-    arrow(max(ends), mid, merged_x, mid, f"merge\n(concatenate)\n{shapes[3]}")
+    arrow(max(ends), mid, merged_x, mid, f"merge\n{shapes[3]}" if slide else f"merge\n(concatenate)\n{shapes[3]}")
     right = box(merged_x, mid, n, d_model, "#9ecae1", "")
     for k in range(h):  # the merged box shows where each head's columns went
         ax.add_patch(Rectangle((merged_x + k * d_head * unit * 1.6, mid - n * unit / 2), d_head * unit * 1.6,

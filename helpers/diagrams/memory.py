@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from .. import figures
-from ._common import KEY_COLOUR, QUERY_COLOUR, _format, _matrix
+from .. import figures, style
+from ._common import KEY_COLOUR, QUERY_COLOUR, _format, _matrix, _only_ticks_in_view
 
 __all__ = ["tiled_steps", "flash_loop_orders"]
 
@@ -135,6 +135,11 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
         lit_i, lit_j = steps[lit - 1]
         seen = 0 if lit_i < row_block else lit_j + 1 if lit_i == row_block else len(k_blocks)
 
+    if style.is_slide():
+        fig = _tiled_steps_slide(steps, q_blocks, k_blocks, n, m, row, row_block, lit, seen,
+                                 running_max, running_sum, final_max, final_sum)
+        return _describe_tiled(fig, steps, q_blocks, k_blocks, block_q, block_k, row, seen, lit,
+                               running_max, running_sum, final_max, final_sum)
     columns = len(steps)
     fig = plt.figure(figsize=(max(8.5, 1.6 * columns), 4.2), layout="constrained")
     grid = fig.add_gridspec(2, columns, height_ratios=[1, 1])
@@ -184,7 +189,12 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
             ax.set_title(f"after step {lit}: {state} (dashed: whole row)", fontsize=13)
             ax.title.set_gid(f"state:{name}")
     fig.suptitle("Tiled attention, FlashAttention-2 order: the coloured blocks sit in fast memory (SRAM)", fontsize=13)
+    return _describe_tiled(fig, steps, q_blocks, k_blocks, block_q, block_k, row, seen, lit,
+                           running_max, running_sum, final_max, final_sum)
 
+
+def _describe_tiled(fig, steps, q_blocks, k_blocks, block_q, block_k, row, seen, lit,
+                    running_max, running_sum, final_max, final_sum):
     def listed(values):
         return ", ".join(f"{value:.2f}" for value in values)
 
@@ -195,6 +205,77 @@ def tiled_steps(q, k, v, *, block_q, block_k, row=0, scale=None, lit=None):
         f"Query {row}'s running maximum after each key block: {listed(running_max)} (whole row {final_max:.2f}); "
         f"running sum: {listed(running_sum)} (whole row {final_sum:.2f})." + _lit_description(
             lit, steps, row, seen, running_max, running_sum)))
+    return fig
+
+
+def _tiled_steps_slide(steps, q_blocks, k_blocks, n, m, row, row_block, lit, seen,
+                       running_max, running_sum, final_max, final_sum):
+    """The slide variant of :func:`tiled_steps`: two panels, every text one size.
+
+    A slide shows at most two panels (issue 32): the steps side by side in one panel (the
+    stacks of Q, K and V of each step, a short label under each), and the followed row's
+    running maximum and sum together in the other, their values in the legend. The gids
+    are the notebook picture's (blocks, lines, values; ``"lit"`` on the lit step's label,
+    ``"state:max"`` and ``"state:sum"`` on the legend's entries).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    size, big = 12, 15  # the slide medium lifts the smaller to its floor and keeps the difference
+    fig = plt.figure(figsize=(8.8, 4.4), layout="constrained")
+    grid = fig.add_gridspec(2, 1, height_ratios=[1.15, 1])
+    ax = fig.add_subplot(grid[0])
+    total, pitch = max(n, m), 4.6
+    sep = ": " if len(steps) <= 6 else "\n"  # more steps than six: the label on two lines
+    for step, (i, j) in enumerate(steps):
+        faded = lit is not None and step != lit - 1
+        alpha = 0.3 if faded else 1.0
+        left = step * pitch
+        for x0, name, spans, active in ((0.0, "Q", q_blocks, i), (1.1, "K", k_blocks, j), (2.2, "V", k_blocks, j)):
+            for b, (start, stop) in enumerate(spans):
+                fast = b == active
+                ax.add_patch(Rectangle((left + x0, total - stop), 1.0, stop - start,
+                                       facecolor=SRAM_FILLS[name] if fast else SLOW_FILL,
+                                       edgecolor="#333333" if fast else "#aaaaaa", linewidth=1.2 if fast else 0.6,
+                                       alpha=alpha, gid=f"{'sram' if fast else 'block'}:{step}:{name}:{b}"))
+            if step == 0:
+                ax.text(left + x0 + 0.5, total + 0.3, name, ha="center", va="bottom", fontsize=size)
+        if i == row_block:  # the followed query row
+            ax.plot([left - 0.3, left], [total - row - 0.5] * 2, color=QUERY_COLOUR, linewidth=2, alpha=alpha,
+                    gid=f"row:{step}")
+        label = ax.text(left + 1.6, -0.4, f"{step + 1}{sep}Q{i}K{j}", ha="center", va="top", fontsize=big,
+                        alpha=alpha, fontweight="bold" if lit == step + 1 else "normal")
+        if lit == step + 1:
+            label.set_gid("lit")
+    ax.set_xlim(-0.4, len(steps) * pitch - 0.6)
+    ax.set_ylim(-0.4 - 0.3 * total, total + 0.3 + 0.3 * total)
+    ax.set_axis_off()
+    ax.set_xticks([])  # no tick labels, undrawn ones included (style.overlapping_texts measures those too)
+    ax.set_yticks([])
+    ax.set_title("coloured: the blocks in fast memory (SRAM)", fontsize=size)
+    ax = fig.add_subplot(grid[1])
+    arrived = np.arange(1, seen + 1)
+    for values, final, name, symbol, marker in ((running_max, final_max, "max", "m", "o-"),
+                                                (running_sum, final_sum, "sum", "\u2113", "s-")):
+        if lit is None:
+            state = f"{symbol}, whole row {_format(final, 2)}"
+        else:
+            state = f"{symbol} = {_format(values[seen - 1], 2)}" if seen else f"{symbol}: not reached yet"
+        ax.plot(arrived, values[:seen], marker, color=QUERY_COLOUR if name == "max" else KEY_COLOUR,
+                gid=f"running_{name}", label=state)
+        ax.axhline(final, color="#333333", linestyle="--", linewidth=1, gid=f"final_{name}")
+    ax.set_xticks(np.arange(1, len(k_blocks) + 1))
+    ax.set_xlim(0.6, len(k_blocks) + 0.4)
+    low, high = _padded(running_max + running_sum + [final_max, final_sum])
+    ax.set_ylim(low, high + 0.6 * (high - low))  # room above the lines for the legend
+    ax.tick_params(labelsize=big)
+    ax.set_xlabel(f"key blocks seen by query {row} (dashed: whole row)", fontsize=size)
+    title = "running max and sum" if lit is None else f"after step {lit}"
+    ax.set_title(title, fontsize=size)
+    _only_ticks_in_view(ax)
+    legend = ax.legend(fontsize=big, loc="upper center", ncol=2, frameon=False)
+    for text, name in zip(legend.get_texts(), ("max", "sum")):
+        text.set_gid(f"state:{name}")
     return fig
 
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .. import figures, plots
+from .. import figures, plots, style
 from ..attention import scaled_dot_product_attention
 from ._common import FILLS, KEY_COLOUR, MINUS, QUERY_COLOUR, QUERY_TEXT_COLOUR, _format, _labels, _matrix, _new_figure
 
@@ -327,24 +327,34 @@ def _head_panel(ax, weights, query_tokens, key_tokens, title, highlight):
             ax.plot([0.0, 1.0], [yq[i], yk[j]], color=colour, linewidth=LINE_WIDTH * w, alpha=alpha,
                     solid_capstyle="butt", gid=f"line:{i}:{j}")
     box = dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="none", alpha=0.9)
+    slide = style.is_slide()
     for i, token in enumerate(query_tokens):
         strong = highlight is None or highlight == i
         ax.text(-0.04, yq[i], token, ha="right", va="center", fontsize=10, parse_math=False, bbox=box,
                 color=QUERY_TEXT_COLOUR if highlight == i else "#222222", alpha=1.0 if strong else 0.65,
                 fontweight="bold" if highlight == i else "normal", gid=f"query:{i}")
     for j, token in enumerate(key_tokens):
-        ax.text(1.04, yk[j], token, ha="left", va="center", fontsize=10, parse_math=False, bbox=box,
-                color="#222222", gid=f"key:{j}")
+        key = ax.text(1.04, yk[j], token, ha="left", va="center", fontsize=10, parse_math=False, bbox=box,
+                      color="#222222", gid=f"key:{j}")
         if highlight is not None:
             # the highlighted query's weight on this key, beside the key's name (under it, 16 keys
             # and more printed their weights over the next key's name)
             widest = max(len(str(t)) for t in key_tokens)
-            ax.annotate(f"{weights[highlight, j]:.2f}", xy=(1.04, yk[j]), xytext=(6.2 * widest + 8, 0),
-                        textcoords="offset points", ha="left", va="center", fontsize=9,
-                        color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
+            if slide:  # on a slide the names grow with the text: the weight follows its key's name
+                ax.annotate(f"{weights[highlight, j]:.2f}", xy=(1.0, 0.5), xycoords=key, xytext=(6, 0),
+                            textcoords="offset points", ha="left", va="center", fontsize=9,
+                            color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
+            else:
+                ax.annotate(f"{weights[highlight, j]:.2f}", xy=(1.04, yk[j]), xytext=(6.2 * widest + 8, 0),
+                            textcoords="offset points", ha="left", va="center", fontsize=9,
+                            color=QUERY_TEXT_COLOUR, gid=f"weight:{j}")
     ax.set_xlim(-0.6, 1.6 if highlight is None else 2.0)
-    ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + 1.1)
+    # on a slide the "queries" and "keys" labels grow too: room for them under the title
+    ax.set_ylim(-(rows - 1) / 2 - 0.7, (rows - 1) / 2 + (2.0 if slide else 1.1))
     ax.set_axis_off()
+    if slide:  # an axes drawn off still has tick labels, which a slide's measure counts
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax.text(0.0, (rows - 1) / 2 + 0.65, "queries", ha="right", va="bottom", fontsize=8, color="#666666")
     ax.text(1.0, (rows - 1) / 2 + 0.65, "keys", ha="left", va="bottom", fontsize=8, color="#666666")
     if title:
