@@ -94,7 +94,7 @@ def test_twelve_ablation_labels_stand_upright_and_apart_on_a_slide():
     ax.bar(where + 0.2, [v[1] for v in losses.values()], 0.4, label="elsewhere")
     ax.set_ylabel("loss (nats)")
     ax.legend()
-    exec(call, {"ax": ax, "where": where, "losses": losses})
+    exec(call, {"ax": ax, "where": where, "losses": losses, "shown": losses})
     with style.medium("slide"):
         style.fit_for_slide(fig)
         assert style.overlapping_texts(fig) == []
