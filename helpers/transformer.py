@@ -75,21 +75,22 @@ __all__ = [
 # The configuration the stored model was trained with (and train_induction's defaults).
 TRAINING_CONFIG = {
     "vocab_size": 16,
-    "d_model": 32,
+    "d_model": 64,
     "n_layers": 2,
-    "n_heads": 2,
+    "n_heads": 4,
     "seq_len": 24,
-    "batch": 64,
+    "batch": 32,
     "lr": 1e-2,
     "lr_end": 1e-3,
     "steps": 4500,
-    "min_period": 2,
+    "min_period": 3,
     "max_period": 12,
     "start": "random",
-    "gap_share": 0.65,
-    "balance": 0.75,
+    "gap_share": 0.8,
+    "balance": 0.25,
+    "placement": 0.5,
     "repeat_weight": 4.0,
-    "first_weight": 3.0,
+    "first_weight": 6.0,
 }
 
 # How the stored weights were made, in words that do not depend on this file's line numbers.
@@ -97,7 +98,8 @@ RECIPE = (
     "helpers.transformer.train_induction(seed=SEED, **CONFIG) with one BLAS thread: "
     "AttentionOnlyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=seq_len, seed=seed) "
     "in float32; each step draws a fresh batch with gapped_induction_task(batch, seq_len, vocab_size, "
-    "rng=np.random.default_rng([seed, 1]), min_period, max_period, gap_share, balance) "
+    "rng=np.random.default_rng([seed, 1]), min_period, max_period, gap_share, balance, "
+    "placement=placement) "
     "and takes one Adam step (betas 0.9/0.999, eps 1e-8; the learning rate falls from lr to lr_end "
     "on a cosine over the steps) "
     "on the weighted mean cross-entropy of predicting tokens[:, 1:] from every position but the last: "
@@ -730,7 +732,7 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         predictable positions the sequence gives: uniform draws give the
         middle distances, where long segments fit, most of the loss, and so
         teach the induction head to favour their look-backs; at ``1`` every
-        distance gets about the same share. The stored model uses ``0.75``.
+        distance gets about the same share. The stored model uses ``0.25``.
     gap_max_period : int, optional
         The longest period of a sequence with a gap (``max_period`` by
         default, the stored model's draws): smaller, every distance gets short
@@ -741,7 +743,7 @@ def gapped_induction_task(batch, seq_len, vocab_size, rng, min_period=2, max_per
         (with ``balance=0``) every placement (start, distance) of a repeat is
         about as likely, so no distance is cheaper for its position alone (a
         uniform distance draw makes the longest ones, whose start is all but
-        fixed, the most frequent per placement).
+        fixed, the most frequent per placement). The stored model uses ``0.5``.
 
     Returns
     -------
@@ -1432,23 +1434,23 @@ def train_induction(
     steps=None,
     *,
     vocab_size=16,
-    d_model=32,
+    d_model=64,
     n_layers=2,
-    n_heads=2,
+    n_heads=4,
     seq_len=24,
-    batch=64,
+    batch=32,
     lr=1e-2,
-    min_period=2,
+    min_period=3,
     max_period=12,
     start="random",
-    gap_share=0.65,
-    balance=0.75,
+    gap_share=0.8,
+    balance=0.25,
     lr_end=1e-3,
     repeat_weight=4.0,
-    first_weight=3.0,
+    first_weight=6.0,
     gap_max_period=None,
     gap_first_weight=None,
-    placement=0.0,
+    placement=0.5,
     progress=False,
     progress_every=100,
     dtype=np.float32,
@@ -1459,7 +1461,7 @@ def train_induction(
     mean cross-entropy of predicting ``tokens[:, i + 1]`` at every position
     ``i`` but the last, the repeat's positions weighted up (``repeat_weight``,
     ``first_weight``). With the defaults (:data:`TRAINING_CONFIG`, 4,500
-    steps) that takes about 45-55 s of CPU on one thread. Deterministic for
+    steps) that takes about 50-55 s of CPU on one thread. Deterministic for
     a given seed with one BLAS thread on one machine; another CPU's BLAS (or
     another NumPy) sums in another order, so retraining there matches only
     to within a tolerance (``RETRAIN_TOLERANCE`` in the tests, 2e-3), not
@@ -1480,7 +1482,7 @@ def train_induction(
         Where the segments start (see :func:`induction_task`); ``0`` is the
         layout the first stored model was trained on. Must be "random" when
         ``gap_share > 0``.
-    balance : float in [0, 1], default 0.75
+    balance : float in [0, 1], default 0.25
         Passed to :func:`gapped_induction_task`: how much the draws even out
         the share of the loss each distance between the copies gets.
     lr_end : float or None, default 1e-3
@@ -1494,19 +1496,19 @@ def train_induction(
         positions teach the model only not to copy; weighted down, they let
         the induction heads copy with more confidence. ``1`` (with
         ``first_weight=1``): the plain mean, the models stored before.
-    first_weight : float, default 3.0
+    first_weight : float, default 6.0
         A further factor at the repeat's first predictable position, where
         only the current token matches the earlier copy (its predecessor
         does not), so the heads must learn to match one token as well as two.
     gap_max_period : int, optional
         Passed to :func:`gapped_induction_task`: the longest period of a
         sequence with a gap (``max_period`` by default).
-    placement : float in [0, 1], default 0
+    placement : float in [0, 1], default 0.5
         Passed to :func:`gapped_induction_task`.
     gap_first_weight : float, optional
         ``first_weight`` for the sequences with a gap only (by default
         ``first_weight`` for every sequence).
-    gap_share : float in [0, 1], default 0.65
+    gap_share : float in [0, 1], default 0.8
         Above 0, every batch comes from :func:`gapped_induction_task`: that
         share of the sequences has random tokens between the segment and its
         repeat, and distances cover the whole context. ``0``: batches from
@@ -1682,7 +1684,7 @@ def load_trained_induction_model(start="random"):
     --------
     >>> model, history = load_trained_induction_model()
     >>> model.metadata["seed"], model.n_layers, model.n_heads, len(history["loss"])
-    (0, 2, 2, 4500)
+    (0, 2, 4, 4500)
     """
     from importlib import resources
 

@@ -74,19 +74,20 @@ def stored():
 
 def test_the_stored_model_composes_through_the_keys(stored):
     """Layer 0, head 1 (the previous-token head of the stored model) reaches the induction heads
-    through their keys (K-composition) and, less, their queries (Q-composition); hidden from their
-    values the induction scores do not move."""
+    through their keys (K-composition), not their queries (the model stored before, with 2 heads
+    per layer, showed some Q-composition too); hidden from their values the induction scores do
+    not move."""
     model, tokens, targets, repeat, _, (b, i, target) = stored
     score = {path: hide_head(model, tokens, PREVIOUS_TOKEN_HEAD, [path])[1][b, 1, :, i, target].mean()
              for path in ("query", "key", "value")}
     intact = model.attention_patterns(tokens)[b, 1, :, i, target].mean()
-    assert score["key"] < 0.35 < 0.55 < intact
-    assert score["key"] < score["query"] < intact - 0.05  # Q-composition as well
+    assert score["key"] < 0.35 < 0.45 < intact
+    assert abs(score["query"] - intact) < 0.05  # no Q-composition to speak of
     assert abs(score["value"] - intact) < 1e-6  # the values change no weight
     loss = {path: loss_from_logits(hide_head(model, tokens, PREVIOUS_TOKEN_HEAD, [path])[0], targets, repeat)
             for path in ("query", "key", "value")}
     whole = model.loss(tokens, targets, repeat)
-    assert loss["key"] > 1.8 > loss["query"] > whole + 0.2 and abs(loss["value"] - whole) < 0.05
+    assert loss["key"] > 1.8 > whole + 0.5 and abs(loss["query"] - whole) < 0.05 and abs(loss["value"] - whole) < 0.05
 
 
 def test_hiding_from_every_input_equals_ablation_but_for_the_direct_path():
@@ -142,7 +143,7 @@ def test_ov_and_qk_circuits_are_the_products_of_the_weights():
 
 def test_the_stored_layer1_heads_copy_and_match_through_the_previous_token_head(stored):
     model = stored[0]
-    for h in range(2):
+    for h in range(model.n_heads):
         ov = ov_circuit(model, 1, h)
         assert (ov.argmax(axis=1) == np.arange(16)).sum() >= 8  # the diagonal wins most rows: copying
         qk = qk_circuit_through(model, (1, h), PREVIOUS_TOKEN_HEAD)
@@ -155,14 +156,14 @@ def test_direct_logit_attribution_by_hand(stored):
     dla = direct_logit_attribution(model, tokens, repeat)
     _, cache = model.forward(tokens)
     p = model.params
-    by_hand = np.zeros((2, 2))
+    by_hand = np.zeros((model.n_layers, model.n_heads))
     for bb, ii in zip(*np.nonzero(repeat)):
-        for layer in range(2):
-            for h in range(2):
+        for layer in range(model.n_layers):
+            for h in range(model.n_heads):
                 logits = cache["z"][layer][bb, h, ii] @ p["W_O"][layer, h] @ p["W_U"]  # (V,)
                 by_hand[layer, h] += logits[tokens[bb, ii + 1]] - logits.mean()
     np.testing.assert_allclose(dla, by_hand / repeat.sum(), rtol=1e-4, atol=1e-6)
-    assert dla[1].min() > 1.0 and np.abs(dla[0]).max() < 0.2  # the layer-1 heads push the answer up
+    assert dla[1].min() > 0.6 and np.abs(dla[0]).max() < 0.2  # the layer-1 heads push the answer up
     with pytest.raises(ValueError, match="False at the last position"):
         direct_logit_attribution(model, tokens, np.ones_like(repeat))
     assert np.isnan(direct_logit_attribution(model, tokens, np.zeros_like(repeat))).all()

@@ -393,7 +393,7 @@ def test_the_weighted_training_loss_and_its_gradient():
     np.testing.assert_allclose(g_plain["W_Q"], g_all["W_Q"], rtol=1e-9, atol=1e-12)
 
 
-SMALL = dict(steps=40, vocab_size=8, d_model=8, seq_len=12, batch=16, min_period=2, max_period=6)
+SMALL = dict(steps=40, vocab_size=8, d_model=8, n_heads=2, seq_len=12, batch=16, min_period=2, max_period=6)
 
 
 def test_training_is_deterministic_with_one_thread():
@@ -424,20 +424,20 @@ def test_stored_model_loads_with_its_recipe_and_has_an_induction_head():
     assert meta["seed"] == 0 and meta["config"] == tr.TRAINING_CONFIG and meta["recipe"] == tr.RECIPE
     assert meta["config"]["start"] == "random"
     assert model.config == dict(
-        vocab_size=16, d_model=32, n_layers=2, n_heads=2, max_len=tr.TRAINING_CONFIG["seq_len"]
+        vocab_size=16, d_model=64, n_layers=2, n_heads=4, max_len=tr.TRAINING_CONFIG["seq_len"]
     )
     assert len(history["loss"]) == tr.TRAINING_CONFIG["steps"]
     assert history["position_loss"].shape == (tr.TRAINING_CONFIG["steps"], 23)
     tokens, periods, starts = induction_task(256, 24, 16, np.random.default_rng(123))
     scores = head_scores(model, tokens, periods, starts)
     assert scores["previous_token"][0].max() > 0.6  # a previous-token head in layer 0, at every position
-    assert scores["induction"][1].min() > 0.5  # two induction heads in layer 1 (0.58 and 0.65)
+    assert scores["induction"][1].min() > 0.45  # four induction heads in layer 1 (0.50-0.55 in notebook 12)
     assert scores["induction"][0].max() < 0.1  # which layer 0 cannot be on its own
     targets = np.roll(tokens, -1, axis=1)
     repeat, other = repeat_masks(periods, 24, starts)
     assert model.loss(tokens, targets, repeat) < 1.0 < math.log(16) < model.loss(tokens, targets, other)
     # Zeroing the layer-1 heads' output brings the repeat back to about guessing.
-    assert model.loss(tokens, targets, repeat, ablate=[(1, 0), (1, 1)]) > 2.5
+    assert model.loss(tokens, targets, repeat, ablate=[(1, h) for h in range(model.n_heads)]) > 2.5
 
 
 def offset_losses_by_hand(model, offsets, period=6, batch=512, seed=0):
@@ -516,17 +516,17 @@ def test_explorer_shows_the_models_own_pattern_at_temperature_one(explorer):
     model = explorer.model
     ids = np.array([[0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4]])
     patterns = model.attention_patterns(ids)[0]  # (L, H, n, n)
-    for layer in range(2):
-        for head in range(2):
+    for layer in range(model.n_layers):
+        for head in range(model.n_heads):
             explorer.controls["layer"].value = layer
             explorer.controls["head"].value = head
             np.testing.assert_allclose(explorer.weights, patterns[layer, head], rtol=1e-5, atol=1e-6)
     assert explorer.tokens == list("ABCDEFABCDE")
     assert len(explorer.image.value) > 1000  # a PNG was drawn
     # The trained induction heads: in the repeat, query i looks at i - 6 + 1 most, from its first
-    # token on. At the first, A6, the query's predecessor (F5) matches nothing, and both heads
-    # still find B1 by the current token alone (the training weighted that position up).
-    for head in range(2):
+    # token on. At the first, A6, the query's predecessor (F5) matches nothing, and every head
+    # still finds B1 by the current token alone (the training weighted that position up).
+    for head in range(model.n_heads):
         explorer.controls["layer"].value, explorer.controls["head"].value = 1, head
         assert [int(explorer.weights[i].argmax()) for i in range(6, 11)] == [1, 2, 3, 4, 5]
         assert explorer.weights[6, 1] > 0.5
@@ -687,9 +687,6 @@ def distance_losses():
     }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34's goal is not met yet: every distance is at most 1.0 nats, "
-                   "but the worst is 1.68 times the best (notebook 12's table); strict, so meeting it "
-                   "turns this into a failure to remove")
 def test_the_stored_head_finishes_a_repeat_at_every_distance(distance_losses):
     """Issue 34's goal: on fresh repeated random tokens, at every distance from 4 to the longest that
     fits 24 tokens, with and without a gap, the repeat loss is at most 1.0 nats, and the worst
@@ -702,14 +699,14 @@ def test_the_stored_head_finishes_a_repeat_at_every_distance(distance_losses):
 
 @pytest.mark.parametrize("gap", [False, True])
 def test_the_stored_head_works_far_apart_and_after_a_gap(distance_losses, gap):
-    """What the stored model does reach (notebook 12 prints it): half of the goal. Every distance,
-    with and without a gap, is at most 1.0 nats (worst 0.88, at 15 with a gap; without one at most
-    0.74), but the worst is 1.68 times the best (0.52, at 20 with a gap), not 1.5 (the model stored
-    before: worst 1.46, 1.80 times the best)."""
+    """What the stored model reaches (notebook 12 prints it): issue 34's goal. Every distance,
+    with and without a gap, is at most 1.0 nats (on these tokens worst 0.81, best 0.60, worst / best
+    1.33; benchmarks/README.md), with a margin kept for another CPU's BLAS (the model stored
+    before: worst 0.88, 1.68 times the best)."""
     model, losses = distance_losses
     every = np.concatenate(list(losses.values()))
-    assert every.max() <= 1.0 < math.log(16) and every.max() <= 1.75 * every.min(), losses
-    assert losses[gap].max() <= (0.9 if gap else 0.8), losses
+    assert every.max() <= 1.0 < math.log(16) and every.max() <= 1.5 * every.min(), losses
+    assert losses[gap].max() <= 0.85, losses
     # The measure is what it says: two distances recomputed by hand on other fresh tokens.
     for d in (4, tr.longest_distance(model.max_len, gap)):
         by_hand = distance_losses_by_hand(model, d, gap)
