@@ -333,6 +333,15 @@ SLIDE_TICK_FLOOR_PT = 11.0
 OVERLAP_PAD_PX = 1.0  # boxes that share less than this many pixels each way only touch
 
 
+def _shows(patch):
+    """Whether a text's box is seen: an edge drawn, or a fill other than the page's white (a white halo
+    that keeps lines off a label is not seen on a white figure)."""
+    from matplotlib.colors import to_rgba
+
+    face, edge = to_rgba(patch.get_facecolor()), to_rgba(patch.get_edgecolor())
+    return (edge[3] > 0 and patch.get_linewidth() > 0) or (face[3] > 0 and face[:3] != (1.0, 1.0, 1.0))
+
+
 def _boxes(texts):
     """``(text, box)`` of each text: what it draws, its words and the box drawn round them (an annotation's
     arrow is not part of it: two labels whose leader lines cross do not run into each other)."""
@@ -344,7 +353,7 @@ def _boxes(texts):
         try:
             box = Text.get_window_extent(text)
             patch = text.get_bbox_patch()
-            if patch is not None and patch.get_visible():
+            if patch is not None and patch.get_visible() and _shows(patch):
                 box = Bbox.union([box, patch.get_window_extent()])
         except (RuntimeError, ValueError):
             continue
