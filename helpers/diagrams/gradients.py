@@ -385,7 +385,7 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
     ['step 1 of 5: dV = Pᵀ dO']
     >>> plt.close(fig)
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    from matplotlib.patches import FancyArrowPatch
 
     if lit is not None and (isinstance(lit, bool) or not isinstance(lit, (int, np.integer))
                             or lit not in _GRAPH_STEPS):
@@ -406,19 +406,9 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         return _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas)
     width, height = 10.3, 3.45
     box_w, box_h = 1.4, 0.95
-    xs = [0.85, 3.7, 6.55, 9.4]  # centres of the four columns, inches
-    ys = [0.95, 2.55]  # centres of the two rows
-    fig = _new_figure((width, height))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_axis_off()
-    centre = {name: (xs[col], ys[row]) for name, (_, _, col, row) in _GRAPH_NODES.items()}
+    fig, ax, centre = _graph_nodes((width, height), (box_w, box_h), [0.85, 3.7, 6.55, 9.4], [0.95, 2.55])
     for name, (title, symbolic, _, _) in _GRAPH_NODES.items():
         x, y = centre[name]
-        fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
-        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
-                                    facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
         ax.text(x, y + 0.27, title, ha="center", va="center", fontsize=12, fontweight="bold",
                 color="#222222", gid=f"title:{name}")
         letters = "(" + ", ".join(symbolic) + ")"
@@ -490,6 +480,28 @@ def _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas):
     return fig
 
 
+def _graph_nodes(size, box, xs, ys):
+    """The backward graph's canvas (inches as data units) and its node boxes: ``(fig, ax, centre)``.
+
+    ``xs`` and ``ys`` are the centres of the four columns and the two rows, in inches;
+    ``centre`` maps each node of ``_GRAPH_NODES`` to its box's centre.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    (width, height), (box_w, box_h) = size, box
+    fig = _new_figure((width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    centre = {name: (xs[col], ys[row]) for name, (_, _, col, row) in _GRAPH_NODES.items()}
+    for name, (x, y) in centre.items():
+        fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
+        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
+                                    facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
+    return fig, ax, centre
+
+
 def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
     """The slide variant of :func:`backward_graph`: larger boxes, fewer and shorter texts, one text size.
 
@@ -500,7 +512,7 @@ def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
     ``"step:B:A"``. Every text has one size, which the slide medium lifts to its floor,
     so nothing runs into anything at slide size (issue 32).
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    from matplotlib.patches import FancyArrowPatch
 
     def colour(lit_here):
         return BACKWARD_COLOUR if lit is None or lit_here else GREYED_COLOUR
@@ -508,19 +520,9 @@ def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
     size, big = 12, 14  # the boxes' texts larger than the rest (the slide medium keeps the difference)
     width, height = 10.3, 4.4
     box_w, box_h = 1.6, 1.2
-    xs = [0.95, 3.75, 6.55, 9.35]  # centres of the four columns, inches
-    ys = [1.2, 3.1]  # centres of the two rows
-    fig = _new_figure((width, height))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_axis_off()
-    centre = {name: (xs[col], ys[row]) for name, (_, _, col, row) in _GRAPH_NODES.items()}
+    fig, ax, centre = _graph_nodes((width, height), (box_w, box_h), [0.95, 3.75, 6.55, 9.35], [1.2, 3.1])
     for name, (title, _, _, _) in _GRAPH_NODES.items():
         x, y = centre[name]
-        fill = {"Q": FILLS["Q"], "K": FILLS["K"], "V": FILLS["V"], "O": FILLS["out"]}.get(name, FILLS["scores"])
-        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.02",
-                                    facecolor=fill, edgecolor="#333333", linewidth=1.2, gid=f"node:{name}"))
         ax.text(x, y + 0.34, title.split()[-1], ha="center", va="center", fontsize=big, fontweight="bold",
                 color="#222222", gid=f"title:{name}")
         ax.text(x, y, str(shapes[name]), ha="center", va="center", fontsize=big, color=FORWARD_COLOUR,
