@@ -23,6 +23,12 @@ The sizes live here, in one place, for both media:
   reaches the floor and the differences between sizes (a title above its ticks)
   stay; no text grows past :data:`SLIDE_MAX_PT`.
 
+On a slide no two texts of a picture may run into each other (issue 32): the fit hides
+crowded cell numbers, grows a canvas whose texts still collide, then makes tick labels
+smaller, upright and fewer and wraps long titles; :func:`overlapping_texts` lists what
+still collides. A figure of more than two panels says which two a slide shows with
+:func:`slide_panels`; the notebook keeps them all.
+
 How a picture's text is measured: :func:`cap_heights` lists the cap height, in the
 PNG's own pixels, of every visible text of a figure (font size x dpi / 72 x the
 font's cap-height ratio). helpers/figures.py writes the list into the ``<img>`` of
