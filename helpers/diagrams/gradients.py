@@ -385,7 +385,6 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
     ['step 1 of 5: dV = Pᵀ dO']
     >>> plt.close(fig)
     """
-    from matplotlib.patches import FancyArrowPatch
 
     if lit is not None and (isinstance(lit, bool) or not isinstance(lit, (int, np.integer))
                             or lit not in _GRAPH_STEPS):
@@ -419,27 +418,10 @@ def backward_graph(n, m, d_k, d_v, *, lit=None):
         ax.text(x, y - 0.26, f"d{name} {shapes[name]}", ha="center", va="center", fontsize=11,
                 color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
 
-    def ends(a, b, offset):
-        """Start and end of an arrow from box a to box b, moved sideways by ``offset`` inches."""
-        (xa, ya), (xb, yb) = centre[a], centre[b]
-        if ya == yb:  # same row: from the right edge to the left edge
-            start, end = np.array([xa + box_w / 2 + 0.05, ya]), np.array([xb - box_w / 2 - 0.05, yb])
-        else:  # from the bottom row up to the top row
-            start = np.array([xa + box_w / 2 + 0.05, ya + 0.15])
-            end = np.array([xb - box_w / 2 + 0.3, yb - box_h / 2 - 0.05])
-        direction = (end - start) / np.hypot(*(end - start))
-        normal = np.array([-direction[1], direction[0]])  # to the left of the arrow
-        return tuple(start + offset * normal), tuple(end + offset * normal)
-
     for a, b, label, formula in _GRAPH_EDGES:
         lit_here = step_of[(a, b)] == lit
-        start, end = ends(a, b, 0.13)
-        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
-                                     linewidth=1.5, gid=f"forward:{a}:{b}"))
-        back_end, back_start = ends(a, b, -0.13)
-        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
-                                     color=colour(lit_here), linewidth=2.8 if lit_here else 1.5, linestyle="--",
-                                     gid=f"backward:{b}:{a}"))
+        start, end, back_end, back_start = _graph_edge(ax, centre, (box_w, box_h), a, b, 0.13, 0.15, lit_here,
+                                                       colour(lit_here))
         (x0, y0), (x1, _) = start, end
         if centre[a][1] == centre[b][1]:
             if label:
@@ -480,6 +462,38 @@ def _describe_backward(fig, n, m, d_k, d_v, shapes, lit, formulas):
     return fig
 
 
+def _graph_edge(ax, centre, box, a, b, offset, lift, lit_here, back_colour):
+    """The forward arrow from box ``a`` to box ``b`` and the dashed backward one beside it.
+
+    The arrows run ``offset`` inches to either side of the line between the boxes (forward
+    to its left); between rows the arrow leaves ``a`` ``lift`` inches above its centre.
+    Returns the forward arrow's start and end, and the backward arrow's end and start.
+    """
+    from matplotlib.patches import FancyArrowPatch
+
+    box_w, box_h = box
+
+    def ends(shift):
+        (xa, ya), (xb, yb) = centre[a], centre[b]
+        if ya == yb:  # same row: from the right edge to the left edge
+            start, end = np.array([xa + box_w / 2 + 0.05, ya]), np.array([xb - box_w / 2 - 0.05, yb])
+        else:  # from the bottom row up to the top row
+            start = np.array([xa + box_w / 2 + 0.05, ya + lift])
+            end = np.array([xb - box_w / 2 + 0.3, yb - box_h / 2 - 0.05])
+        direction = (end - start) / np.hypot(*(end - start))
+        normal = np.array([-direction[1], direction[0]])  # to the left of the arrow
+        return tuple(start + shift * normal), tuple(end + shift * normal)
+
+    start, end = ends(offset)
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
+                                 linewidth=1.5, gid=f"forward:{a}:{b}"))
+    back_end, back_start = ends(-offset)
+    ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
+                                 color=back_colour, linewidth=2.8 if lit_here else 1.5, linestyle="--",
+                                 gid=f"backward:{b}:{a}"))
+    return start, end, back_end, back_start
+
+
 def _graph_nodes(size, box, xs, ys):
     """The backward graph's canvas (inches as data units) and its node boxes: ``(fig, ax, centre)``.
 
@@ -512,7 +526,6 @@ def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
     ``"step:B:A"``. Every text has one size, which the slide medium lifts to its floor,
     so nothing runs into anything at slide size (issue 32).
     """
-    from matplotlib.patches import FancyArrowPatch
 
     def colour(lit_here):
         return BACKWARD_COLOUR if lit is None or lit_here else GREYED_COLOUR
@@ -530,28 +543,12 @@ def _backward_graph_slide(shapes, lit, lit_grads, step_of, formulas):
         ax.text(x, y - 0.34, f"d{name}", ha="center", va="center", fontsize=big,
                 color=colour(f"d{name}" in lit_grads), fontweight="bold", gid=f"grad:{name}")
 
-    def ends(a, b, offset):
-        (xa, ya), (xb, yb) = centre[a], centre[b]
-        if ya == yb:
-            start, end = np.array([xa + box_w / 2 + 0.05, ya]), np.array([xb - box_w / 2 - 0.05, yb])
-        else:
-            start = np.array([xa + box_w / 2 + 0.05, ya + 0.2])
-            end = np.array([xb - box_w / 2 + 0.3, yb - box_h / 2 - 0.05])
-        direction = (end - start) / np.hypot(*(end - start))
-        normal = np.array([-direction[1], direction[0]])
-        return tuple(start + offset * normal), tuple(end + offset * normal)
-
     short = {"scale \u00b7 Q K\u1d40": "scale\u00b7QK\u1d40", "softmax of each row": "softmax", "P V": "PV"}
     for a, b, label, _ in _GRAPH_EDGES:
         step = step_of[(a, b)]
         lit_here = step == lit
-        start, end = ends(a, b, 0.15)
-        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color=FORWARD_COLOUR,
-                                     linewidth=1.5, gid=f"forward:{a}:{b}"))
-        back_end, back_start = ends(a, b, -0.15)
-        ax.add_patch(FancyArrowPatch(back_start, back_end, arrowstyle="-|>", mutation_scale=16 if lit_here else 13,
-                                     color=colour(lit_here), linewidth=2.8 if lit_here else 1.5, linestyle="--",
-                                     gid=f"backward:{b}:{a}"))
+        start, end, back_end, back_start = _graph_edge(ax, centre, (box_w, box_h), a, b, 0.15, 0.2, lit_here,
+                                                       colour(lit_here))
         (x0, y0), (x1, _) = start, end
         if centre[a][1] == centre[b][1]:
             if label:
